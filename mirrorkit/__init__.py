@@ -1,0 +1,74 @@
+"""mirrorkit: see ``tf.distribute`` at work, on a laptop or a cluster.
+
+Everything here wraps the real TensorFlow objects. TensorFlow itself is imported
+only when a function that needs it is first used, so that
+:func:`make_reproducible` can quiet TensorFlow's start-up logs before they print.
+
+Example:
+    >>> import mirrorkit as mk
+    >>> "simulate_replicas" in mk.__all__
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# Public name -> private module that defines it. Loaded on first use (PEP 562).
+_EXPORTS = {
+    "AllReduceUnavailableError": "mirrorkit.errors",
+    "ReplicaSetupError": "mirrorkit.errors",
+    "make_reproducible": "mirrorkit.reproducibility",
+    "simulate_replicas": "mirrorkit.devices",
+    "replica_devices": "mirrorkit.devices",
+    "ALL_REDUCE_ALGORITHMS": "mirrorkit.strategy",
+    "make_strategy": "mirrorkit.strategy",
+    "inspect": "mirrorkit.inspection",
+    "ReplicaRow": "mirrorkit.inspection",
+    "ReplicaTable": "mirrorkit.inspection",
+    "CheckResult": "mirrorkit.checks",
+    "check_mirrored": "mirrorkit.checks",
+    "check_per_replica": "mirrorkit.checks",
+    "check_all_reduced": "mirrorkit.checks",
+}
+
+__all__ = [
+    "ALL_REDUCE_ALGORITHMS",
+    "AllReduceUnavailableError",
+    "CheckResult",
+    "ReplicaRow",
+    "ReplicaSetupError",
+    "ReplicaTable",
+    "check_all_reduced",
+    "check_mirrored",
+    "check_per_replica",
+    "inspect",
+    "make_reproducible",
+    "make_strategy",
+    "replica_devices",
+    "simulate_replicas",
+]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from mirrorkit.checks import CheckResult, check_all_reduced, check_mirrored, check_per_replica
+    from mirrorkit.devices import replica_devices, simulate_replicas
+    from mirrorkit.errors import AllReduceUnavailableError, ReplicaSetupError
+    from mirrorkit.inspection import ReplicaRow, ReplicaTable, inspect
+    from mirrorkit.reproducibility import make_reproducible
+    from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS, make_strategy
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mirrorkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

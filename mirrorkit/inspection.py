@@ -1,0 +1,338 @@
+"""Turn any distributed value into a small table: one row per replica (or per weight)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mirrorkit._format import short_device, summarize
+
+# Kinds of value, as shown in a table's title.
+PER_REPLICA = "PerReplica"
+MIRRORED = "MirroredVariable"
+MIRRORED_VALUE = "Mirrored"
+SYNC_ON_READ = "SyncOnReadVariable"
+SINGLE = "not distributed"
+
+
+@dataclass(frozen=True)
+class ReplicaRow:
+    """One copy of a value: which replica holds it, where, and what it contains.
+
+    Attributes:
+        name: The value's name inside a model or a nested structure ("" if alone).
+        kind: What this copy belongs to, e.g. ``"MirroredVariable"``.
+        replica: The replica index, or ``None`` for a value that is not per replica
+            (a plain tensor, or a model weight summarised over its replicas).
+        device: A short device name such as ``"CPU:1"``.
+        dtype: The dtype's name, e.g. ``"float32"``.
+        shape: The shape as a tuple.
+        summary: The value itself if small, else its mean, min and max.
+        in_sync: Whether this value's mirrored copies are identical; ``None`` where
+            copies are not meant to agree.
+        array: The copy as a NumPy array (not shown in the table).
+
+    Example:
+        >>> from mirrorkit import ReplicaRow
+        >>> row = ReplicaRow("", "PerReplica", 0, "CPU:0", "float32", (), "1.5", None)
+        >>> row.device
+        'CPU:0'
+    """
+
+    name: str
+    kind: str
+    replica: int | None
+    device: str
+    dtype: str
+    shape: tuple[int, ...]
+    summary: str
+    in_sync: bool | None
+    array: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ReplicaTable:
+    """What :func:`mirrorkit.inspect` returns; prints as text and renders as HTML.
+
+    Attributes:
+        title: A one-line description of the value.
+        rows: One :class:`ReplicaRow` per copy (or per weight, for a model).
+        notes: Sentences that explain what the table shows.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> import mirrorkit as mk
+        >>> table = mk.inspect(tf.constant([1.0, 2.0]))
+        >>> table.num_replicas, table.in_sync
+        (1, None)
+    """
+
+    title: str
+    rows: tuple[ReplicaRow, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def num_replicas(self) -> int:
+        """How many distinct replicas appear in the rows (1 for a plain value)."""
+        replicas = {row.replica for row in self.rows if row.replica is not None}
+        return max(len(replicas), 1)
+
+    @property
+    def in_sync(self) -> bool | None:
+        """``True`` if every mirrored value agrees across replicas, ``None`` if none is mirrored."""
+        marks = [row.in_sync for row in self.rows if row.in_sync is not None]
+        return all(marks) if marks else None
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """Each row's value as a NumPy array, in row order."""
+        return tuple(row.array for row in self.rows)
+
+    def _columns(self) -> list[tuple[str, list[str]]]:
+        def mark(flag):
+            return {True: "yes", False: "NO", None: "-"}[flag]
+
+        columns = [
+            ("name", [row.name for row in self.rows]),
+            ("replica", ["-" if r.replica is None else str(r.replica) for r in self.rows]),
+            ("device", [row.device for row in self.rows]),
+            ("dtype", [row.dtype for row in self.rows]),
+            ("shape", [str(row.shape) for row in self.rows]),
+            ("value", [row.summary for row in self.rows]),
+            ("in sync", [mark(row.in_sync) for row in self.rows]),
+        ]
+        # Leave out a column that says nothing for this value.
+        return [
+            (head, cells)
+            for head, cells in columns
+            if any(cell not in ("", "-") for cell in cells) or head in ("device", "value")
+        ]
+
+    def __str__(self) -> str:
+        columns = self._columns()
+        widths = [max(len(head), *(len(c) for c in cells)) for head, cells in columns]
+        lines = [self.title]
+        lines.append("  ".join(h.ljust(w) for (h, _), w in zip(columns, widths, strict=True)))
+        for i in range(len(self.rows)):
+            cells = [cells[i].ljust(w) for (_, cells), w in zip(columns, widths, strict=True)]
+            lines.append("  ".join(cells).rstrip())
+        lines.extend(self.notes)
+        return "\n".join(line.rstrip() for line in lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        columns = self._columns()
+        head = "".join(f"<th>{html.escape(h)}</th>" for h, _ in columns)
+        body = []
+        for i in range(len(self.rows)):
+            cells = []
+            for h, values in columns:
+                text = html.escape(values[i])
+                style = ""
+                if h == "in sync" and values[i] in ("yes", "NO"):
+                    color = "#1a7f37" if values[i] == "yes" else "#cf222e"
+                    style = f' style="color:{color}"'
+                cells.append(f"<td{style}>{text}</td>")
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
+        return (
+            '<div class="mirrorkit-table">'
+            f"<strong>{html.escape(self.title)}</strong>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+            f"{notes}</div>"
+        )
+
+
+def inspect(value, *, atol: float = 0.0) -> ReplicaTable:
+    """Show where each copy of a (possibly distributed) value lives and what it holds.
+
+    Accepts what ``tf.distribute`` hands you: the ``PerReplica`` result of
+    ``strategy.run``, a ``MirroredVariable``, a sync-on-read variable, a Keras
+    variable or model created under ``strategy.scope()``, a plain tensor or
+    variable (shown as the single copy it is), or a list, tuple or dict of these.
+
+    Args:
+        value: The value to inspect.
+        atol: Largest absolute difference for mirrored copies to count as in sync.
+            The default ``0.0`` asks for identical copies, which is what
+            ``MirroredStrategy`` keeps.
+
+    Returns:
+        A :class:`ReplicaTable`; it prints as text and shows as HTML in notebooks.
+
+    Raises:
+        TypeError: If ``value`` is not a TensorFlow or Keras value.
+        ValueError: If a distributed value has no replicas, or a tensor is symbolic
+            (called inside ``tf.function``).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> import mirrorkit as mk
+        >>> print(mk.inspect(tf.Variable([1.0, 2.0, 3.0])))
+        tf.Variable (not distributed): one copy
+        device  dtype    shape  value
+        CPU:0   float32  (3,)   [1, 2, 3]
+    """
+    import keras
+    import tensorflow as tf
+
+    if atol < 0:
+        raise ValueError(f"atol must be >= 0, got {atol}.")
+    if isinstance(value, keras.Model):
+        return _inspect_model(value, atol)
+    if isinstance(value, Mapping | list | tuple) and not isinstance(value, tf.Tensor):
+        items = _flatten(value, "")
+        if not items:
+            raise ValueError("inspect() got an empty structure; pass at least one value.")
+        rows = tuple(row for name, item in items for row in _rows(item, name, atol))
+        return ReplicaTable(f"{len(items)} values", rows)
+    rows = _rows(value, "", atol)
+    return ReplicaTable(_title(value, rows), rows, _notes(value, rows))
+
+
+def _flatten(value, prefix: str) -> list[tuple[str, object]]:
+    if isinstance(value, Mapping):
+        pairs = [(f"{prefix}.{k}" if prefix else str(k), v) for k, v in value.items()]
+    elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        pairs = [(f"{prefix}[{i}]", v) for i, v in enumerate(value)]
+    else:
+        return [(prefix, value)]
+    return [item for name, v in pairs for item in _flatten(v, name)]
+
+
+def _kind(value) -> str:
+    names = {cls.__name__ for cls in type(value).__mro__}
+    if "SyncOnReadVariable" in names:
+        return SYNC_ON_READ
+    if "MirroredVariable" in names:
+        return MIRRORED
+    if "Mirrored" in names:
+        return MIRRORED_VALUE
+    if "DistributedValues" in names:
+        return PER_REPLICA
+    return SINGLE
+
+
+def _unwrap_keras(value):
+    import keras
+
+    return value.value if isinstance(value, keras.Variable) else value
+
+
+def _rows(value, name: str, atol: float) -> tuple[ReplicaRow, ...]:
+    import tensorflow as tf
+
+    value = _unwrap_keras(value)
+    kind = _kind(value)
+    if kind == SINGLE:
+        if not isinstance(value, tf.Tensor | tf.Variable):
+            where = f" at {name}" if name else ""
+            raise TypeError(
+                f"inspect() takes TensorFlow values (a PerReplica from strategy.run, a "
+                f"MirroredVariable, a tensor, a Keras model...), got {type(value).__name__}"
+                f"{where}. Wrap plain numbers with tf.constant(...) first."
+            )
+        parts = (value,)
+    else:
+        parts = tuple(value.values)
+        if not parts:
+            raise ValueError(f"the {kind}{' ' + name if name else ''} has no replicas.")
+    arrays = [_to_numpy(p) for p in parts]
+    in_sync = _agree(arrays, atol) if kind in (MIRRORED, MIRRORED_VALUE) else None
+    return tuple(
+        ReplicaRow(
+            name=name,
+            kind=kind,
+            replica=None if kind == SINGLE else i,
+            device=short_device(part.device),
+            dtype=part.dtype.name,
+            shape=tuple(array.shape),
+            summary=summarize(array),
+            in_sync=in_sync,
+            array=array,
+        )
+        for i, (part, array) in enumerate(zip(parts, arrays, strict=True))
+    )
+
+
+def _to_numpy(tensor) -> np.ndarray:
+    try:
+        return np.asarray(tensor.numpy())
+    except (AttributeError, NotImplementedError) as error:
+        raise ValueError(
+            "inspect() needs concrete values, but got a symbolic tensor: call it outside "
+            "tf.function (for example on the result that strategy.run returns)."
+        ) from error
+
+
+def _agree(arrays: list[np.ndarray], atol: float) -> bool:
+    first = arrays[0]
+    for other in arrays[1:]:
+        if other.shape != first.shape:
+            return False
+        if atol == 0.0:
+            if not np.array_equal(first, other, equal_nan=first.dtype.kind == "f"):
+                return False
+        elif not np.allclose(first, other, rtol=0.0, atol=atol, equal_nan=True):
+            return False
+    return True
+
+
+def _title(value, rows: tuple[ReplicaRow, ...]) -> str:
+    kind = rows[0].kind
+    if kind == SINGLE:
+        what = "tf.Variable" if "Variable" in type(value).__name__ else "tf.Tensor"
+        return f"{what} (not distributed): one copy"
+    return f"{kind}: {len(rows)} replicas"
+
+
+def _notes(value, rows: tuple[ReplicaRow, ...]) -> tuple[str, ...]:
+    kind = rows[0].kind
+    if kind == MIRRORED and not rows[0].in_sync:
+        return (
+            "The mirrored copies differ: replicas updated their own copies with different "
+            "values. Give the variable an aggregation (tf.VariableAggregation.SUM or MEAN) so "
+            "updates made inside strategy.run are combined, or assign outside strategy.run.",
+        )
+    if kind == SYNC_ON_READ:
+        value = _unwrap_keras(value)
+        aggregation = value.aggregation.name
+        total = summarize(_to_numpy(value.read_value()))
+        return (
+            f"Copies are meant to differ; reading it outside strategy.run combines them "
+            f"with {aggregation}: {total}.",
+        )
+    return ()
+
+
+def _inspect_model(model, atol: float) -> ReplicaTable:
+    rows = []
+    for weight in model.weights:
+        copies = _rows(weight, weight.path, atol)
+        first = copies[0]
+        devices = ", ".join(row.device for row in copies)
+        rows.append(
+            ReplicaRow(
+                name=first.name,
+                kind=first.kind,
+                replica=None,
+                device=devices,
+                dtype=first.dtype,
+                shape=first.shape,
+                summary=first.summary,
+                in_sync=first.in_sync,
+                array=first.array,
+            )
+        )
+    if not rows:
+        raise ValueError(
+            f"model {model.name!r} has no weights yet: build it first (give it a "
+            "keras.Input, or call it once on a batch)."
+        )
+    kinds = sorted({row.kind for row in rows})
+    title = f"Keras model {model.name!r}: {len(rows)} weights, {', '.join(kinds)}"
+    return ReplicaTable(title, tuple(rows), ("value: replica 0's copy",))

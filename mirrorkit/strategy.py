@@ -1,0 +1,122 @@
+"""A real ``tf.distribute.MirroredStrategy``, with its all-reduce chosen by name."""
+
+from __future__ import annotations
+
+from mirrorkit.errors import AllReduceUnavailableError
+
+#: Readable all-reduce names -> what each one does.
+ALL_REDUCE_ALGORITHMS: dict[str, str] = {
+    "collective": (
+        "TensorFlow's default for MirroredStrategy: collective all-reduce ops "
+        "(ring on CPUs and virtual devices, NCCL on physical GPUs)."
+    ),
+    "one_device": (
+        "tf.distribute.ReductionToOneDevice: copy every replica's value to one device, "
+        "reduce there, copy the result back."
+    ),
+    "hierarchical_copy": (
+        "tf.distribute.HierarchicalCopyAllReduce: reduce within groups of devices, then "
+        "across groups (designed for 8-GPU machines)."
+    ),
+    "nccl": "tf.distribute.NcclAllReduce: NVIDIA's NCCL library; GPUs only.",
+}
+
+# One strategy per (devices, algorithm) and process; see make_strategy's docstring.
+_STRATEGIES: dict[tuple[tuple[str, ...], str], object] = {}
+_KEY_RANGE = 100_000  # collective group keys reserved for each strategy made here
+
+
+def make_strategy(all_reduce: str = "collective", devices=None):
+    """Return a real ``tf.distribute.MirroredStrategy`` whose all-reduce is chosen by name.
+
+    Re-running a notebook cell must not break training, and TensorFlow makes that
+    hard: every new ``MirroredStrategy`` numbers its collective operations from
+    the same starting key, so a second strategy in the same process can collide
+    with the first ("Shape mismatch in the collective instance ...", or a group
+    "has size 4" when it expected 2), and after such an error every collective op
+    in the process fails until it restarts. So each strategy made here gets its
+    own range of keys, and asking again for the same ``(devices, all_reduce)``
+    returns the strategy already made.
+
+    Args:
+        all_reduce: One of ``ALL_REDUCE_ALGORITHMS``: ``"collective"`` (default),
+            ``"one_device"``, ``"hierarchical_copy"`` or ``"nccl"``.
+        devices: Device names for the replicas. ``None`` means every local GPU, or
+            every logical CPU device when there is no GPU (see
+            :func:`mirrorkit.simulate_replicas`).
+
+    Returns:
+        A ``tf.distribute.MirroredStrategy``.
+
+    Raises:
+        ValueError: If ``all_reduce`` is not a known name or ``devices`` is empty.
+        AllReduceUnavailableError: If ``"nccl"`` is asked for where it cannot run.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> strategy = mk.make_strategy("one_device")
+        >>> strategy is mk.make_strategy("one_device")
+        True
+        >>> type(strategy).__name__
+        'MirroredStrategy'
+    """
+    if all_reduce not in ALL_REDUCE_ALGORITHMS:
+        known = ", ".join(repr(name) for name in ALL_REDUCE_ALGORITHMS)
+        raise ValueError(f"unknown all_reduce {all_reduce!r}; choose one of {known}.")
+
+    import tensorflow as tf
+
+    if devices is None:
+        gpus = tf.config.list_logical_devices("GPU")
+        devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
+    devices = tuple(devices)
+    if not devices:
+        raise ValueError("devices is empty; pass device names or None for all local devices.")
+    if all_reduce == "nccl":
+        _require_nccl(tf, devices)
+
+    key = (devices, all_reduce)
+    if key not in _STRATEGIES:
+        _STRATEGIES[key] = _new_strategy(tf, devices, all_reduce, len(_STRATEGIES) + 1)
+    return _STRATEGIES[key]
+
+
+def _new_strategy(tf, devices: tuple[str, ...], all_reduce: str, number: int):
+    # MirroredStrategy starts its collective group keys at 1 + _collective_key_base,
+    # a class attribute TensorFlow's own tests use to keep strategies apart. Giving
+    # each strategy made here its own range keeps it clear of every other strategy in
+    # the process, including a plain tf.distribute.MirroredStrategy() (base 0).
+    cls = tf.distribute.MirroredStrategy
+    saved = cls.__dict__.get("_collective_key_base", 0)
+    cls._collective_key_base = _KEY_RANGE * number
+    try:
+        return cls(devices=list(devices), cross_device_ops=_cross_device_ops(tf, all_reduce))
+    finally:
+        cls._collective_key_base = saved
+
+
+def _cross_device_ops(tf, all_reduce: str):
+    if all_reduce == "collective":
+        return None  # MirroredStrategy's own default
+    if all_reduce == "one_device":
+        return tf.distribute.ReductionToOneDevice()
+    if all_reduce == "hierarchical_copy":
+        return tf.distribute.HierarchicalCopyAllReduce()
+    return tf.distribute.NcclAllReduce()
+
+
+def _require_nccl(tf, devices: tuple[str, ...]) -> None:
+    not_gpu = [d for d in devices if "GPU" not in d.upper()]
+    if not tf.config.list_physical_devices("GPU"):
+        reason = "this machine has no GPU"
+    elif not_gpu:
+        reason = f"these replicas are not on GPUs: {', '.join(not_gpu)}"
+    elif not tf.test.is_built_with_cuda():
+        reason = "this TensorFlow build has no CUDA support"
+    else:
+        return
+    raise AllReduceUnavailableError(
+        f"NCCL all-reduce cannot run here: {reason}. NCCL is NVIDIA's GPU-to-GPU library and "
+        "TensorFlow has no NcclAllReduce kernel for CPUs, so training would fail at its first "
+        "step. Use all_reduce='collective' (the default) or 'one_device' instead."
+    )

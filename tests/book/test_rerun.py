@@ -1,0 +1,40 @@
+"""A learner's "Run All" twice in one kernel, then the exercises' solutions."""
+
+import re
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+import dev
+
+pytestmark = pytest.mark.book
+
+
+def solutions(nb) -> str:
+    """The code in the chapter's Solutions block, as the learner would paste it."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and "<summary>Solutions</summary>" in cell.source:
+            return "\n".join(re.findall(r"```python\n(.*?)```", cell.source, re.S))
+    raise AssertionError("no Solutions block")
+
+
+@pytest.mark.parametrize("chapter", dev.load_manifest()["chapters"], ids=lambda c: c["file"])
+def test_run_all_twice_then_solutions_pass(chapter):
+    nb = nbformat.read(chapter["path"], as_version=4)
+    code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    client = NotebookClient(nb, timeout=chapter["cell_timeout"], kernel_name="python3")
+    with client.setup_kernel():
+        for _ in range(2):
+            for index, cell in code:
+                client.execute_cell(cell, index)  # raises CellExecutionError on failure
+        checks = [c for _, c in code if c.source.lstrip().startswith(("mk.check_", "n ="))]
+        answer = nbformat.v4.new_code_cell(solutions(nb))
+        nb.cells.append(answer)
+        client.execute_cell(answer, len(nb.cells) - 1)
+        verdicts = []
+        for cell in checks:
+            client.execute_cell(cell, 0)
+            verdicts.append(cell.outputs[-1]["data"]["text/plain"])
+    assert len(verdicts) == 3
+    assert all(v.startswith("PASS") for v in verdicts), verdicts

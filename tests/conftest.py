@@ -1,0 +1,45 @@
+"""Shared fixtures. The whole session runs on REPLICAS simulated replicas (or real GPUs)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # for dev.py, the runner that owns the book manifest
+
+import mirrorkit as mk  # noqa: E402
+
+REPLICAS = 4
+
+# Before anything starts TensorFlow: a process picks its devices once.
+mk.make_reproducible(0)
+DEVICES = mk.simulate_replicas(REPLICAS)
+
+
+@pytest.fixture(scope="session")
+def devices() -> tuple[str, ...]:
+    """The REPLICAS device names of this test session."""
+    return DEVICES
+
+
+@pytest.fixture(scope="session")
+def strategy():
+    """The session's MirroredStrategy (collective all-reduce) over every replica."""
+    return mk.make_strategy()
+
+
+@pytest.fixture
+def seeded():
+    """Re-seed Python, NumPy and TensorFlow before a test that draws random numbers."""
+    mk.make_reproducible(0)
+
+
+@pytest.fixture(scope="session")
+def manifest() -> dict:
+    """The book manifest jupyter_book.toml, as dev.py reads it."""
+    import dev
+
+    return dev.load_manifest()

@@ -1,0 +1,75 @@
+import logging
+import os
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python.framework import config as tf_config
+
+import mirrorkit as mk
+from tests.mirrorkit.test_devices import run_fresh
+
+# Start the child with TensorFlow's log settings unset, as a learner's kernel would.
+CLEAN_ENV = """
+import os
+for name in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS"):
+    os.environ.pop(name, None)
+"""
+
+
+def draw():
+    return random.random(), float(np.random.rand()), float(tf.random.uniform([]))
+
+
+def test_same_seed_same_numbers_everywhere():
+    mk.make_reproducible(123)
+    first = draw()
+    mk.make_reproducible(123)
+    assert draw() == first
+    mk.make_reproducible(124)
+    assert draw() != first
+
+
+def test_sets_determinism_and_quiet_loggers():
+    assert mk.make_reproducible(0) == 0
+    assert tf_config.is_op_determinism_enabled()
+    assert logging.getLogger("tensorflow").level == logging.ERROR
+    assert os.environ["TF_ENABLE_ONEDNN_OPTS"] == "0"
+
+
+@pytest.mark.parametrize("bad", [1.5, "1", None, False])
+def test_seed_must_be_an_int(bad):
+    with pytest.raises(TypeError, match="seed must be an int"):
+        mk.make_reproducible(bad)
+
+
+@pytest.mark.parametrize("bad", [-1, 2**32])
+def test_seed_range(bad):
+    with pytest.raises(ValueError, match="between 0 and 4294967295"):
+        mk.make_reproducible(bad)
+
+
+def test_a_fresh_process_prints_no_tensorflow_noise():
+    result = run_fresh(
+        CLEAN_ENV
+        + """
+import mirrorkit as mk
+mk.make_reproducible(0)
+mk.simulate_replicas(2)
+import tensorflow as tf
+strategy = mk.make_strategy()
+strategy.run(lambda: tf.distribute.get_replica_context().all_reduce("sum", tf.ones([2])))
+print("done")
+"""
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "done\n"
+    assert result.stderr == ""
+
+
+def test_without_make_reproducible_the_noise_is_there():
+    # The control for the test above: TensorFlow does print at start-up here.
+    result = run_fresh(CLEAN_ENV + "import tensorflow as tf\ntf.config.list_physical_devices()\n")
+    assert result.returncode == 0
+    assert result.stderr != ""
