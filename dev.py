@@ -11,12 +11,14 @@ the book needs is read from jupyter_book.toml.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from pathlib import Path
@@ -29,14 +31,8 @@ PYPROJECTS = (ROOT / "pyproject.toml", ROOT / "widgets" / "pyproject.toml")
 REQUIREMENTS = ["-e", f"{ROOT}[book,test]", "-e", str(ROOT / "widgets")]
 NBVAL_MODES = {"strict": "--nbval", "lax": "--nbval-lax"}
 
-# Kernels and tools started from here use this environment's kernel spec, and
-# TensorFlow stays quiet in every process we start.
-CHILD_ENV = {
-    "JUPYTER_PREFER_ENV_PATH": "1",
-    "TF_CPP_MIN_LOG_LEVEL": "2",
-    "TF_ENABLE_ONEDNN_OPTS": "0",
-    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-}
+# Kernels started from here use this environment's kernel spec, not a user-wide one.
+CHILD_ENV = {"JUPYTER_PREFER_ENV_PATH": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 
 
 # ---------------------------------------------------------------- the manifest
@@ -164,10 +160,33 @@ def in_venv(*args) -> None:
 # ---------------------------------------------------------------- tasks (inside .venv)
 
 
+@contextlib.contextmanager
+def notebook_client(nb, *, timeout: int, cwd: Path):
+    """An nbclient client whose kernel talks over local sockets in a private temp dir.
+
+    IPC sockets keep the kernel off the network entirely (the default is TCP on
+    loopback, unencrypted); the folder and its sockets go away afterwards.
+    """
+    from nbclient import NotebookClient
+    from traitlets.config import Config
+
+    with tempfile.TemporaryDirectory(prefix="mirrorbook-kernel-") as sockets:
+        config = Config()
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = str(Path(sockets) / "kernel")
+        yield NotebookClient(
+            nb,
+            config=config,
+            kernel_name="python3",
+            timeout=timeout,
+            record_timing=False,
+            resources={"metadata": {"path": str(cwd)}},
+        )
+
+
 def execute_chapters() -> None:
     """Run every chapter top to bottom and store its outputs in the .ipynb."""
     import nbformat
-    from nbclient import NotebookClient
 
     manifest = load_manifest()
     for chapter in manifest["chapters"]:
@@ -178,14 +197,8 @@ def execute_chapters() -> None:
             raise SystemExit(f"[dev] {path.name} needs exactly one cell tagged 'parameters'")
         cells[0].source = parameters_source(chapter)
         start = time.perf_counter()
-        client = NotebookClient(
-            nb,
-            timeout=chapter["cell_timeout"],
-            kernel_name="python3",
-            record_timing=False,
-            resources={"metadata": {"path": str(path.parent)}},
-        )
-        client.execute()
+        with notebook_client(nb, timeout=chapter["cell_timeout"], cwd=path.parent) as client:
+            client.execute()
         nbformat.write(nb, path)
         say(f"executed {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s")
 

@@ -52,8 +52,7 @@ def make_reproducible(seed: int = 0, *, quiet: bool = True) -> int:
     if not 0 <= seed <= _MAX_SEED:
         raise ValueError(f"seed must be between 0 and {_MAX_SEED}, got {seed}.")
     if quiet:
-        for name, value in QUIET_ENVIRONMENT.items():
-            os.environ.setdefault(name, value)
+        os.environ.update(QUIET_ENVIRONMENT)  # whatever the shell had: outputs must repeat
 
     # Some start-up lines (CUDA probing) print before TensorFlow reads its log level.
     with silenced_stderr(enabled=quiet and "tensorflow" not in sys.modules):

@@ -4,7 +4,6 @@ import re
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 import dev
 
@@ -23,8 +22,12 @@ def solutions(nb) -> str:
 def test_run_all_twice_then_solutions_pass(chapter):
     nb = nbformat.read(chapter["path"], as_version=4)
     code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    client = NotebookClient(nb, timeout=chapter["cell_timeout"], kernel_name="python3")
-    with client.setup_kernel():
+    with (
+        dev.notebook_client(
+            nb, timeout=chapter["cell_timeout"], cwd=chapter["path"].parent
+        ) as client,
+        client.setup_kernel(),
+    ):
         for _ in range(2):
             for index, cell in code:
                 client.execute_cell(cell, index)  # raises CellExecutionError on failure
