@@ -109,19 +109,28 @@ def run(*cmd, **kwargs) -> None:
         raise SystemExit(f"[dev] failed ({result.returncode}): {' '.join(map(str, cmd))}")
 
 
-def ensure_system_tools() -> None:
-    """graphviz's `dot` draws the topology diagrams; install it with apt-get when we can."""
-    if shutil.which("dot"):
+# Programs the project needs from the system: (program, Debian package, what it is for).
+DOT = ("dot", "graphviz", "graphviz's `dot` draws the topology diagrams")
+CHROMIUM = ("chromium", "chromium", "Chromium runs the widgets' browser tests")
+
+
+def ensure_system_tools(*tools: tuple[str, str, str]) -> None:
+    """Install missing programs with apt-get when we can; otherwise say which package to get."""
+    missing = [tool for tool in tools if not shutil.which(tool[0])]
+    if not missing:
         return
+    packages = [package for _, package, _ in missing]
     if os.name == "posix" and os.geteuid() == 0 and shutil.which("apt-get"):
-        say("graphviz's `dot` is missing: installing the Debian package graphviz")
+        say(f"installing the Debian package(s) {', '.join(packages)} (apt-get)")
         run("apt-get", "update", "-q")
-        run("apt-get", "install", "-y", "-q", "--no-install-recommends", "graphviz")
+        run("apt-get", "install", "-y", "-q", "--no-install-recommends", *packages)
         return
+    reasons = "; ".join(f"`{program}` is missing ({why})" for program, _, why in missing)
+    names = " ".join(packages)
     raise SystemExit(
-        "[dev] graphviz's `dot` program is missing. Install the package named graphviz "
-        "(Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz; "
-        "conda: conda install -c conda-forge graphviz), then run this command again."
+        f"[dev] {reasons}. Install the package(s) named {names} "
+        f"(Debian/Ubuntu: sudo apt-get install {names}; macOS: brew install {names}; "
+        f"conda: conda install -c conda-forge {names}), then run this command again."
     )
 
 
@@ -148,8 +157,8 @@ def ensure_venv() -> None:
     stamp.write_text(digest)
 
 
-def setup() -> None:
-    ensure_system_tools()
+def setup(*tools: tuple[str, str, str]) -> None:
+    ensure_system_tools(*tools)
     ensure_venv()
 
 
@@ -292,11 +301,11 @@ def main(argv: list[str]) -> None:
         TASKS[command]()
         return
     if command == "book":
-        setup()
+        setup(DOT)
         in_venv("_execute")
         in_venv("_html")
     elif command == "test":
-        setup()
+        setup(DOT, CHROMIUM)
         for task in ("_lint", "_unit", "_nbval"):
             in_venv(task)
     else:

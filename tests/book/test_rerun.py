@@ -31,7 +31,7 @@ def test_run_all_twice_then_solutions_pass(chapter):
         for _ in range(2):
             for index, cell in code:
                 client.execute_cell(cell, index)  # raises CellExecutionError on failure
-        checks = [c for _, c in code if c.source.lstrip().startswith(("mk.check_", "n ="))]
+        checks = [c for _, c in code if "mk.check_" in c.source]
         answer = nbformat.v4.new_code_cell(solutions(nb))
         nb.cells.append(answer)
         client.execute_cell(answer, len(nb.cells) - 1)
