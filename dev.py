@@ -28,7 +28,7 @@ VENV = ROOT / ".venv"
 MANIFEST = ROOT / "jupyter_book.toml"
 SANITIZE = ROOT / "tests" / "book" / "nbval_sanitize.cfg"
 PYPROJECTS = (ROOT / "pyproject.toml", ROOT / "widgets" / "pyproject.toml")
-REQUIREMENTS = ["-e", f"{ROOT}[book,test]", "-e", str(ROOT / "widgets")]
+REQUIREMENTS = ["-e", f"{ROOT}[book,test]", "-e", f"{ROOT / 'widgets'}[test]"]
 NBVAL_MODES = {"strict": "--nbval", "lax": "--nbval-lax"}
 
 # Kernels started from here use this environment's kernel spec, not a user-wide one.
@@ -74,7 +74,18 @@ def jupyter_book_files(manifest: dict) -> tuple[dict, dict]:
         # Chapters are executed by `dev.py book` and stored with their outputs.
         "execute": {"execute_notebooks": "off"},
         "html": {"use_repository_button": False, "use_issues_button": False},
-        "sphinx": {"config": {"html_show_sourcelink": False}},
+        "sphinx": {
+            "config": {
+                "html_show_sourcelink": False,
+                # Show each widget's static snapshot (its text/html) instead of the live
+                # view, and load no widget JavaScript: the live view needs RequireJS and
+                # the widget manager from a CDN, which a classroom offline cannot reach.
+                "nb_mime_priority_overrides": [
+                    ["*", "application/vnd.jupyter.widget-view+json", None]
+                ],
+                "nb_ipywidgets_js": {},
+            }
+        },
     }
     toc = {
         "format": "jb-book",

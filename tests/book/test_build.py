@@ -28,6 +28,13 @@ def test_chapter_one_shows_its_outputs(html):
     assert "<strong>NOT YET</strong>: not attempted yet" in page
 
 
+def test_widgets_show_their_snapshots_without_a_kernel(html):
+    page = (html / "01_strategy_scope.html").read_text()
+    assert page.count('class="mw-cell"') >= 8  # the replica grid: 4 before, 4 after
+    assert "after all-reduce" in page
+    assert 'class="mw-topology"' in page and "<svg" in page
+
+
 def test_pages_load_nothing_from_the_network(html):
     for page in html.glob("*.html"):
         text = page.read_text()

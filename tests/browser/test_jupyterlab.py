@@ -1,0 +1,251 @@
+"""Drive a real JupyterLab in Chromium: the widgets must render their replicas in the page."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+CHROMIUM = os.environ.get("MIRRORBOOK_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SERVER_START_TIMEOUT = 90  # seconds
+RUN_TIMEOUT = 120  # seconds for all cells, TensorFlow import included
+
+CELLS = [
+    "import mirrorkit as mk\n"
+    "mk.simulate_replicas(4)\n"
+    "import tensorflow as tf\n"
+    "from mirrorwidgets import ReplicaGrid, TopologyDiagram\n"
+    "strategy = mk.make_strategy()",
+    "def step():\n"
+    "    ctx = tf.distribute.get_replica_context()\n"
+    "    value = tf.cast(ctx.replica_id_in_sync_group, tf.float32) * 10.0 + 1.0\n"
+    "    return value, ctx.all_reduce('sum', value)\n"
+    "\n"
+    "before, after = strategy.run(step)\n"
+    "ReplicaGrid(before, after)",
+    "TopologyDiagram(strategy)",
+    "print('all cells ran')",
+]
+
+
+def _notebook() -> dict:
+    return {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "metadata": {},
+                "outputs": [],
+                "source": source,
+            }
+            for source in CELLS
+        ],
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 5.0):
+    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - localhost
+        return json.loads(response.read().decode())
+
+
+def _require_browser_tools():
+    """CI installs both; a missing one is a failure to report, not a reason to skip."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail(
+            "Python playwright is not installed: pip install playwright (the browser itself "
+            "comes from the Debian package chromium, not from `playwright install`)."
+        )
+    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: apt-get install chromium (Debian), or set "
+            "MIRRORBOOK_CHROMIUM to a Chromium executable."
+        )
+    return sync_playwright
+
+
+@pytest.fixture
+def browser_tools():
+    """Checked before JupyterLab starts, so a missing tool fails fast."""
+    return _require_browser_tools()
+
+
+@pytest.fixture
+def jupyterlab(tmp_path):
+    """A JupyterLab server on a free port with token auth, isolated dirs, killed afterwards."""
+    token = secrets.token_hex(24)
+    port = _free_port()
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "widgets.ipynb").write_text(json.dumps(_notebook()))
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+        "IPYTHONDIR": str(tmp_path / "ipython"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+    log = (tmp_path / "jupyterlab.log").open("w")
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--allow-root",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.expose_app_in_browser=True",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--ServerApp.shutdown_no_activity_timeout=600",
+    ]
+    server = subprocess.Popen(
+        command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while True:
+            if server.poll() is not None:
+                pytest.fail(
+                    f"JupyterLab exited early:\n{(tmp_path / 'jupyterlab.log').read_text()}"
+                )
+            with contextlib.suppress(OSError, ValueError):
+                _get(f"{base}/api/status?token={token}", timeout=2)
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"JupyterLab did not answer within {SERVER_START_TIMEOUT}s")
+            time.sleep(0.5)
+        yield base, token
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            for kernel in _get(f"{base}/api/kernels?token={token}", timeout=2):
+                request = urllib.request.Request(
+                    f"{base}/api/kernels/{kernel['id']}?token={token}", method="DELETE"
+                )
+                urllib.request.urlopen(request, timeout=10).close()  # noqa: S310
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(server.pid, signal.SIGKILL)  # anything left in the server's group
+        log.close()
+
+
+def _kernels_idle(base: str, token: str) -> bool:
+    kernels = _get(f"{base}/api/kernels?token={token}")
+    return bool(kernels) and all(k["execution_state"] == "idle" for k in kernels)
+
+
+@pytest.mark.browser
+def test_widgets_render_four_replicas_in_jupyterlab(browser_tools, jupyterlab):
+    sync_playwright = browser_tools
+    base, token = jupyterlab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1800})
+            page.set_default_timeout(60_000)
+            page.goto(f"{base}/lab/tree/widgets.ipynb?token={token}")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+            page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60_000)
+            # Wait for the kernel to start, then run every cell.
+            deadline = time.monotonic() + 60
+            while not _kernels_idle(base, token):
+                assert time.monotonic() < deadline, "kernel did not become idle within 60s"
+                time.sleep(0.5)
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            page.wait_for_selector("text=all cells ran", timeout=RUN_TIMEOUT * 1000)
+            deadline = time.monotonic() + 30
+            while not _kernels_idle(base, token):
+                assert time.monotonic() < deadline, "kernel stayed busy after the last cell"
+                time.sleep(0.5)
+            page.wait_for_selector('.mw-cell[data-stage="after"]', timeout=30_000)
+            page.wait_for_selector(".jp-OutputArea-output svg text", timeout=30_000)
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab_notebook.png"), full_page=True)
+
+            errors = page.locator(
+                ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+            )
+            tracebacks = [
+                text for text in errors.all_inner_texts() if "Traceback" in text or "Error" in text
+            ]
+            assert not tracebacks, tracebacks
+
+            # ReplicaGrid: four cells before and after the all-reduce, with the values.
+            before = page.locator('.jupyter-widgets .mw-cell[data-stage="before"]')
+            after = page.locator('.jupyter-widgets .mw-cell[data-stage="after"]')
+            assert before.count() == 4
+            assert after.count() == 4
+            for i in range(4):
+                cell = before.nth(i)
+                assert cell.get_attribute("data-replica") == str(i)
+                assert cell.locator(".mw-device").inner_text() == f"CPU:{i}"
+                assert cell.locator(".mw-scalar").inner_text() == str(10 * i + 1)
+                reduced = after.nth(i)
+                assert reduced.locator(".mw-scalar").inner_text() == "64"
+                assert reduced.locator('.mw-sync[data-sync="yes"]').count() == 1
+            grid = page.locator(".jupyter-widgets .mw-title").first
+            assert "4 replicas" in grid.inner_text()
+            before.first.locator(
+                "xpath=ancestor::div[contains(@class,'widget-vbox')][1]"
+            ).screenshot(path=str(ARTIFACTS / "replica_grid.png"))
+
+            # TopologyDiagram: an SVG with the four replicas and the ring's four steps.
+            svg = page.locator(".jp-OutputArea-output svg").filter(
+                has_text="all-reduce: collective"
+            )
+            assert svg.count() == 1
+            texts = svg.first.locator("text").evaluate_all("els => els.map(e => e.textContent)")
+            for i in range(4):
+                assert f"replica {i}" in texts
+                assert f"CPU:{i}" in texts
+            assert texts.count("reduce") == 4  # ring: 0->1->2->3->0
+            svg.first.screenshot(path=str(ARTIFACTS / "topology_diagram.png"))
+        finally:
+            browser.close()
+    assert time.monotonic() - started < 180, "browser test took longer than 3 minutes"

@@ -1,0 +1,158 @@
+from __future__ import annotations
+
+import base64
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from mirrorwidgets import LiveTrainingCallback, LiveTrainingHook, LiveTrainingView
+from mirrorwidgets._throttle import Throttle
+
+
+def _data(n=64):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 4)).astype("float32")
+    y = (x @ np.array([[1.0], [-2.0], [0.5], [3.0]], "float32")).astype("float32")
+    return x, y
+
+
+def _model(strategy):
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        model.compile(keras.optimizers.SGD(0.01), "mse")
+    return model
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_throttle_keeps_interval_and_budget():
+    clock = FakeClock()
+    throttle = Throttle(min_interval=0.1, budget=0.05, clock=clock)
+    assert throttle.due()
+    throttle.begin()
+    clock.now += 0.01  # the update takes 10 ms
+    throttle.end()
+    clock.now += 0.05
+    assert not throttle.due()  # too soon
+    clock.now += 0.06
+    assert not throttle.due()  # 10 ms of 120 ms elapsed is over 5%
+    clock.now = 0.2
+    assert throttle.due()  # 10 ms of 200 ms is exactly 5%
+    assert throttle.updates == 1
+    assert throttle.overhead == pytest.approx(0.05)
+
+
+def test_fast_steps_get_ten_updates_per_second_when_updates_are_cheap():
+    clock = FakeClock()
+    throttle = Throttle(min_interval=0.1, budget=0.05, clock=clock)
+    for _ in range(1000):  # 1000 steps of 1 ms; each update costs 1 ms
+        if throttle.due():
+            throttle.begin()
+            clock.now += 0.001
+            throttle.end()
+        clock.now += 0.001
+    assert 10 <= throttle.updates <= 11  # about a second of steps
+    assert throttle.overhead <= 0.05
+
+
+def test_view_records_per_replica_values(strategy):
+    view = LiveTrainingView()
+    assert "no steps yet" in view.snapshot_html()
+    loss = strategy.run(
+        lambda: tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32)
+    )
+    norm = strategy.run(lambda: tf.constant(0.25))
+    view.record(5, loss, norm, step_time=0.002, fit_loss=1.5)
+    assert view.step == 5 and view.num_replicas == 4
+    np.testing.assert_array_equal(view.history["loss"][-1], [0.0, 1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(view.history["grad_norm"][-1], [0.25] * 4)
+    html = view.snapshot_html()
+    assert "step 5" in html and "2.0 ms" in html and "fit loss 1.5" in html
+    assert html.count('class="mw-cell"') == 4
+    assert "base64," not in html  # the first plot waits for plot_interval
+    view.refresh_plot()
+    html = view.snapshot_html()
+    png = html.split("base64,")[1].split('"')[0]
+    assert base64.b64decode(png).startswith(b"\x89PNG")
+    bundle = view._repr_mimebundle_()
+    assert bundle["text/html"] == html
+    grid = view._grid
+    view.record(6, loss, norm)
+    assert view._grid is grid  # updated in place
+    assert view.history["step"] == [5, 6]
+
+
+def test_hook_throttles_and_reads_only_when_due(strategy):
+    hook = LiveTrainingHook(min_interval=3600)
+    assert hook.step(strategy.run(lambda: tf.constant(1.0)))
+    assert not hook.step("not read when not due")  # nothing is read on skipped steps
+    assert hook.steps == 2 and hook.updates == 1 and hook.view.step == 1
+    hook.finish()
+    assert len(hook.view._lines) == 4
+    with pytest.raises(ValueError, match="budget"):
+        LiveTrainingHook(budget=0)
+
+
+def test_hook_in_a_custom_loop_shows_real_per_replica_loss(strategy):
+    model = _model(strategy)
+    x, y = _data(32)
+    dataset = strategy.experimental_distribute_dataset(
+        tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+    )
+    batch = next(iter(dataset))
+
+    @tf.function
+    def train_step(inputs):
+        def replica_step(bx, by):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(bx) - by))
+            grads = tape.gradient(loss, model.trainable_variables)
+            return loss, tf.linalg.global_norm(grads)
+
+        return strategy.run(replica_step, args=inputs)
+
+    hook = LiveTrainingHook(min_interval=0.0, budget=1.0)
+    loss, norm = train_step(batch)
+    assert hook.step(loss, norm)
+    shards = np.array_split(np.arange(32), 4)
+    prediction = model.predict(x, verbose=0)
+    expected = [np.mean((prediction[s] - y[s]) ** 2) for s in shards]
+    np.testing.assert_allclose(hook.view.history["loss"][-1], expected, rtol=1e-5)
+    assert len(set(np.round(hook.view.history["loss"][-1], 6))) == 4  # replicas differ
+
+
+def test_callback_streams_per_replica_loss_during_fit(strategy, seeded):
+    model = _model(strategy)
+    x, y = _data(64)
+    live = LiveTrainingCallback((x[:16], y[:16]), min_interval=0.0, budget=1.0)
+    model.fit(x, y, batch_size=16, epochs=2, verbose=0, callbacks=[live])
+    assert live.updates == 8 and live.view.step == 8  # every step, with no throttle
+    last = live.view.history["loss"][-1]
+    prediction = model.predict(x[:16], verbose=0)
+    expected = [np.mean((prediction[s] - y[s]) ** 2) for s in np.array_split(np.arange(16), 4)]
+    np.testing.assert_allclose(last, expected, rtol=1e-4)  # each replica's own loss
+    norms = live.view.history["grad_norm"][-1]
+    assert np.all(norms > 0) and len(set(np.round(norms, 6))) == 4
+    assert all(t is not None and t > 0 for t in live.view.history["step_time"])
+    html = live.view.snapshot_html()
+    assert "fit loss" in html
+    assert "data:image/png;base64," in html  # on_train_end drew the final plot
+    assert live.view._lines[3].get_xdata()[-1] == 8  # replica 3's line reaches the last step
+
+
+def test_callback_rejects_bad_probe(strategy):
+    with pytest.raises(TypeError, match=r"\(x, y\) pair"):
+        LiveTrainingCallback(np.ones((4, 4)))
+    model = _model(strategy)
+    x, y = _data(8)
+    live = LiveTrainingCallback((x[:2], y[:2]))
+    with pytest.raises(ValueError, match="at least one example per replica"):
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[live])

@@ -1,0 +1,111 @@
+"""Server-side drawing: small inline SVGs and HTML fragments shared by widgets and snapshots."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+# Sequential palette (viridis-like), interpolated between these stops.
+_STOPS = np.array(
+    [
+        [68, 1, 84],
+        [59, 82, 139],
+        [33, 145, 140],
+        [94, 201, 98],
+        [253, 231, 37],
+    ],
+    dtype=float,
+)
+
+GREEN = "#1a7f37"
+RED = "#cf222e"
+GREY = "#57606a"
+FONT = "font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px"
+
+
+def esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def color(t: float) -> str:
+    t = 0.0 if not np.isfinite(t) else min(max(float(t), 0.0), 1.0)
+    pos = t * (len(_STOPS) - 1)
+    i = min(int(pos), len(_STOPS) - 2)
+    rgb = _STOPS[i] + (pos - i) * (_STOPS[i + 1] - _STOPS[i])
+    red, green, blue = (int(round(c)) for c in rgb)
+    return f"#{red:02x}{green:02x}{blue:02x}"
+
+
+def _scale(value: float, lo: float, hi: float) -> float:
+    return 0.5 if hi <= lo else (value - lo) / (hi - lo)
+
+
+def heat_strip_svg(array: np.ndarray, lo: float, hi: float, *, bins: int = 40) -> str:
+    """A strip of colored cells: the flattened tensor averaged into at most ``bins`` chunks."""
+    flat = np.asarray(array, dtype=float).ravel()
+    chunks = [c.mean() for c in np.array_split(flat, min(bins, flat.size)) if c.size]
+    width, height = 160, 14
+    step = width / len(chunks)
+    rects = "".join(
+        f'<rect x="{i * step:.2f}" y="0" width="{step + 0.3:.2f}" height="{height}" '
+        f'fill="{color(_scale(c, lo, hi))}"/>'
+        for i, c in enumerate(chunks)
+    )
+    return (
+        f'<svg class="mw-heat" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img">'
+        f"<title>heat strip of {flat.size} values, scale {lo:.4g} to {hi:.4g}</title>"
+        f"{rects}</svg>"
+    )
+
+
+def histogram_svg(array: np.ndarray, lo: float, hi: float, *, bins: int = 24) -> str:
+    """Bars counting the tensor's values in ``bins`` equal ranges between ``lo`` and ``hi``."""
+    flat = np.asarray(array, dtype=float).ravel()
+    flat = flat[np.isfinite(flat)]
+    if hi <= lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    counts, _ = np.histogram(flat, bins=bins, range=(lo, hi))
+    width, height = 160, 32
+    step = width / bins
+    top = max(int(counts.max()), 1) if counts.size else 1
+    bars = "".join(
+        f'<rect x="{i * step:.2f}" y="{height - height * c / top:.2f}" '
+        f'width="{step * 0.9:.2f}" height="{height * c / top:.2f}" fill="#3b528b"/>'
+        for i, c in enumerate(counts)
+        if c
+    )
+    return (
+        f'<svg class="mw-hist" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img">'
+        f"<title>histogram of {flat.size} values from {lo:.4g} to {hi:.4g}</title>"
+        f"{bars}</svg>"
+    )
+
+
+def value_html(array, summary: str, lo: float, hi: float, large_view: str, small: int) -> str:
+    """A scalar or small vector as text; a large numeric tensor as a heat strip or histogram."""
+    array = np.asarray(array)
+    text = f'<span class="mw-summary">{esc(summary)}</span>'
+    if array.size <= small or array.dtype.kind not in "biuf":
+        if array.ndim == 0:
+            style = "font-size:15px;font-weight:600"
+            return f'<span class="mw-scalar" style="{style}">{esc(summary)}</span>'
+        return text
+    picture = (
+        heat_strip_svg(array, lo, hi) if large_view == "heat" else histogram_svg(array, lo, hi)
+    )
+    return f"<div>{picture}</div><div style='color:{GREY}'>{text}</div>"
+
+
+def sync_html(flag: bool | None, what: str = "in sync", css: str = "mw-sync") -> str:
+    if flag is None:
+        return ""
+    if flag:
+        return f'<span class="{css}" data-sync="yes" style="color:{GREEN}">&#10003; {what}</span>'
+    return f'<span class="{css}" data-sync="no" style="color:{RED}">&#10007; diverged</span>'
+
+
+def container(inner: str, css_class: str) -> str:
+    return f'<div class="{css_class}" style="{FONT}">{inner}</div>'

@@ -1,0 +1,49 @@
+"""Time-based throttling that also caps the share of wall time spent on updates."""
+
+from __future__ import annotations
+
+import time
+
+
+class Throttle:
+    """Say when an update is due: at most every ``min_interval`` seconds, within ``budget``.
+
+    ``budget`` is the largest fraction of wall time (since the first call) that updates may
+    use in total; an expensive update therefore pushes the next ones back instead of slowing
+    training. Callers time their update between ``begin()`` and ``end()``.
+    """
+
+    def __init__(self, min_interval: float, budget: float, clock=time.perf_counter):
+        self.min_interval = min_interval
+        self.budget = budget
+        self.clock = clock
+        self.start: float | None = None
+        self.last = -float("inf")
+        self.spent = 0.0
+        self.updates = 0
+        self._began = 0.0
+
+    def due(self) -> bool:
+        now = self.clock()
+        if self.start is None:
+            self.start = now
+        if now - self.last < self.min_interval:
+            return False
+        return self.spent <= self.budget * (now - self.start)
+
+    def begin(self) -> None:
+        self._began = self.clock()
+
+    def end(self) -> None:
+        now = self.clock()
+        self.spent += now - self._began
+        self.last = now
+        self.updates += 1
+
+    @property
+    def overhead(self) -> float:
+        """Fraction of wall time spent in updates so far."""
+        if self.start is None:
+            return 0.0
+        elapsed = self.clock() - self.start
+        return self.spent / elapsed if elapsed > 0 else 0.0

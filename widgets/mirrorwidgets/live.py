@@ -1,0 +1,407 @@
+"""Live training view: per-replica loss, gradient norms and step time while training runs."""
+
+from __future__ import annotations
+
+import base64
+import io
+import time
+import weakref
+
+import ipywidgets as w
+import keras
+import numpy as np
+import traitlets as t
+
+from mirrorwidgets import _render as r
+from mirrorwidgets._snapshot import SnapshotMixin
+from mirrorwidgets._throttle import Throttle
+from mirrorwidgets.replica_grid import ReplicaGrid
+
+
+class LiveTrainingView(SnapshotMixin, w.VBox):
+    """A grid of per-replica loss and gradient norm, a step-time line and a loss plot.
+
+    Feed it with :class:`LiveTrainingCallback` (``model.fit``) or :class:`LiveTrainingHook`
+    (custom loops); both throttle. :meth:`record` itself always redraws (the plot at most
+    every ``plot_interval`` seconds).
+
+    Args:
+        title: Heading above the view.
+        **kwargs: Any trait below, or ``ipywidgets.VBox`` layout options.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> import mirrorkit as mk
+        >>> from mirrorwidgets import LiveTrainingView
+        >>> strategy = mk.make_strategy()
+        >>> view = LiveTrainingView()
+        >>> view.record(1, strategy.run(lambda: tf.constant(0.5)), step_time=0.01)
+        >>> view.step, view.history["loss"][-1].tolist()
+        (1, [0.5])
+    """
+
+    title = t.Unicode("Live training", help="Heading above the view.")
+    step = t.Int(0, read_only=True, help="The last recorded training step.")
+    num_replicas = t.Int(0, read_only=True, help="Replicas in the last record.")
+    plot_interval = t.Float(2.0, help="Seconds between redraws of the matplotlib plot.")
+    max_points = t.Int(500, help="Most steps kept for the plot (older ones are thinned out).")
+
+    def __init__(self, *, title: str = "Live training", **kwargs):
+        super().__init__(**kwargs)
+        self.title = title
+        self.history: dict[str, list] = {"step": [], "loss": [], "grad_norm": [], "step_time": []}
+        self._header = w.HTML(self._header_html(None, None))
+        self._grid: ReplicaGrid | None = None
+        self._grid_box = w.VBox()
+        self._plot = w.Image(format="png", layout=w.Layout(max_width="520px"))
+        self._plot_png = b""
+        self._plotted_at = -float("inf")
+        self._figure = None
+        self.children = [self._header, self._grid_box, self._plot]
+
+    @t.validate("plot_interval")
+    def _non_negative(self, proposal):
+        if proposal["value"] < 0:
+            raise t.TraitError(f"plot_interval must be >= 0, got {proposal['value']}.")
+        return proposal["value"]
+
+    @t.validate("max_points")
+    def _at_least_two(self, proposal):
+        if proposal["value"] < 2:
+            raise t.TraitError(f"max_points must be >= 2, got {proposal['value']}.")
+        return proposal["value"]
+
+    def record(self, step: int, loss, grad_norm=None, *, step_time=None, fit_loss=None) -> None:
+        """Show one step: per-replica values (``PerReplica`` from ``strategy.run``) and timing.
+
+        Args:
+            step: The training step number.
+            loss: Each replica's loss, e.g. the ``PerReplica`` that ``strategy.run`` returns.
+            grad_norm: Optional: each replica's gradient norm (before the all-reduce).
+            step_time: Optional: seconds the last step took.
+            fit_loss: Optional: the loss Keras reports (averaged over replicas and steps).
+
+        Raises:
+            TypeError: If ``loss`` or ``grad_norm`` is not a TensorFlow value.
+
+        Example:
+            >>> import tensorflow as tf
+            >>> from mirrorwidgets import LiveTrainingView
+            >>> view = LiveTrainingView()
+            >>> view.record(3, tf.constant(2.0), tf.constant(0.1))
+            >>> "0.1" in view.snapshot_html()
+            True
+        """
+        values = {"loss": loss} if grad_norm is None else {"loss": loss, "grad_norm": grad_norm}
+        if self._grid is None:
+            self._grid = ReplicaGrid(values, title="per replica")
+            self._grid_box.children = [self._grid]
+        else:
+            self._grid.update(values)
+        cells = self._grid._before.cells
+        losses = np.array([float(c.entries[0].array) for c in cells])
+        norms = (
+            np.array([float(c.entries[1].array) for c in cells]) if grad_norm is not None else None
+        )
+        self.history["step"].append(int(step))
+        self.history["loss"].append(losses)
+        self.history["grad_norm"].append(norms)
+        self.history["step_time"].append(step_time)
+        self._thin()
+        self.set_trait("step", int(step))
+        self.set_trait("num_replicas", len(cells))
+        self._header.value = self._header_html(step_time, fit_loss)
+        now = time.perf_counter()
+        if self._plotted_at == -float("inf"):
+            self._plotted_at = now  # first plot after plot_interval: keep the first update cheap
+        elif now - self._plotted_at >= self.plot_interval:
+            self.refresh_plot()
+
+    def _thin(self) -> None:
+        if len(self.history["step"]) > self.max_points:
+            for key in self.history:
+                self.history[key] = self.history[key][::2]
+
+    def _header_html(self, step_time, fit_loss) -> str:
+        bits = [f"<strong>{r.esc(self.title)}</strong>", f"step {self.step}"]
+        if step_time is not None:
+            bits.append(f"step time {step_time * 1000:.1f} ms")
+        if fit_loss is not None:
+            bits.append(f"fit loss {float(fit_loss):.4g}")
+        return f'<div class="mw-live" style="{r.FONT}">{" &middot; ".join(bits)}</div>'
+
+    def refresh_plot(self) -> None:
+        """Redraw the loss plot now (``record`` does it every ``plot_interval`` seconds).
+
+        Example:
+            >>> import tensorflow as tf
+            >>> from mirrorwidgets import LiveTrainingView
+            >>> view = LiveTrainingView()
+            >>> view.record(1, tf.constant(0.5))
+            >>> view.refresh_plot()
+            >>> "data:image/png" in view.snapshot_html()
+            True
+        """
+        self._plotted_at = time.perf_counter()
+        if not self.history["step"]:
+            return
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        losses = np.vstack(self.history["loss"])
+        if self._figure is None or len(self._lines) != losses.shape[1]:
+            # Built once; later redraws only move the lines (a full redraw costs ~5x more).
+            self._figure = Figure(figsize=(5.0, 2.0), dpi=72)
+            FigureCanvasAgg(self._figure)
+            self._figure.subplots_adjust(left=0.12, right=0.98, top=0.95, bottom=0.22)
+            self._axes = self._figure.add_subplot()
+            self._axes.set_xlabel("step")
+            self._axes.set_ylabel("loss per replica")
+            self._lines = [
+                self._axes.plot([], [], lw=1, label=f"replica {i}")[0]
+                for i in range(losses.shape[1])
+            ]
+            self._axes.legend(fontsize=7, loc="upper right")
+        steps = self.history["step"]
+        for line, column in zip(self._lines, losses.T, strict=True):
+            line.set_data(steps, column)
+        self._axes.relim()
+        self._axes.autoscale_view()
+        buffer = io.BytesIO()
+        self._figure.canvas.print_png(buffer)
+        self._plot_png = buffer.getvalue()
+        self._plot.value = self._plot_png
+
+    def snapshot_html(self) -> str:
+        """The view's current state: header, per-replica grid and the last plot, as HTML.
+
+        Returns:
+            An HTML fragment (the plot as an inline PNG).
+
+        Example:
+            >>> from mirrorwidgets import LiveTrainingView
+            >>> "no steps yet" in LiveTrainingView().snapshot_html()
+            True
+        """
+        if self._grid is None:
+            return r.container(
+                f"{self._header.value}<div style='color:{r.GREY}'>no steps yet</div>", "mw-live"
+            )
+        image = ""
+        if self._plot_png:
+            data = base64.b64encode(self._plot_png).decode()
+            image = f'<img alt="loss per replica" src="data:image/png;base64,{data}"/>'
+        return r.container(self._header.value + self._grid.snapshot_html() + image, "mw-live")
+
+
+class LiveTrainingHook:
+    """Feed a :class:`LiveTrainingView` from a custom training loop, throttled.
+
+    Call :meth:`step` once per training step with what ``strategy.run`` returned. Values
+    are read (copied off the devices) only when an update is due, so skipped steps cost
+    next to nothing.
+
+    Args:
+        view: The view to update; a new one if ``None``.
+        min_interval: Fewest seconds between updates (0.1 allows 10 updates per second).
+        budget: Largest fraction of wall time the updates may take in total.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> import mirrorkit as mk
+        >>> from mirrorwidgets import LiveTrainingHook
+        >>> strategy = mk.make_strategy()
+        >>> hook = LiveTrainingHook(min_interval=0.0, budget=1.0)
+        >>> hook.step(strategy.run(lambda: tf.constant(1.0)))
+        True
+        >>> hook.view.step
+        1
+    """
+
+    def __init__(self, view: LiveTrainingView | None = None, *, min_interval=0.1, budget=0.05):
+        if min_interval < 0 or not 0 < budget <= 1:
+            raise ValueError(
+                f"need min_interval >= 0 and 0 < budget <= 1, got {min_interval}, {budget}."
+            )
+        self.view = view if view is not None else LiveTrainingView()
+        self.throttle = Throttle(min_interval, budget)
+        self.steps = 0
+        self._last_step_end: float | None = None
+
+    def step(self, loss, grad_norm=None, *, step: int | None = None) -> bool:
+        """Count a step and update the view if an update is due.
+
+        Args:
+            loss: Each replica's loss (the ``PerReplica`` that ``strategy.run`` returned).
+            grad_norm: Optional: each replica's gradient norm.
+            step: The step number; by default the hook counts calls.
+
+        Returns:
+            Whether the view was updated.
+
+        Example:
+            >>> import tensorflow as tf
+            >>> from mirrorwidgets import LiveTrainingHook
+            >>> hook = LiveTrainingHook(min_interval=3600)
+            >>> hook.step(tf.constant(1.0)), hook.step(tf.constant(2.0))
+            (True, False)
+        """
+        now = time.perf_counter()
+        step_time = None if self._last_step_end is None else now - self._last_step_end
+        self._last_step_end = now
+        self.steps = self.steps + 1 if step is None else int(step)
+        if not self.throttle.due():
+            return False
+        self.throttle.begin()
+        self.view.record(self.steps, loss, grad_norm, step_time=step_time)
+        self.throttle.end()
+        return True
+
+    @property
+    def updates(self) -> int:
+        """How many times the view was updated."""
+        return self.throttle.updates
+
+    def finish(self) -> None:
+        """Call after the loop: draws the final plot.
+
+        Example:
+            >>> import tensorflow as tf
+            >>> from mirrorwidgets import LiveTrainingHook
+            >>> hook = LiveTrainingHook()
+            >>> _ = hook.step(tf.constant(1.0))
+            >>> hook.finish()
+            >>> "data:image/png" in hook.view.snapshot_html()
+            True
+        """
+        self.view.refresh_plot()
+
+
+# One compiled probe function per (model, strategy): re-tracing costs far more than a step.
+_PROBES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _unscale(loss, num_replicas: int):
+    """Undo the 1/num_replicas scaling Keras's TF backend applies to losses under a strategy."""
+    try:
+        from keras.src.losses.loss import unscale_loss_for_distribution
+    except ImportError:  # pragma: no cover - keras moved it; same arithmetic
+        return loss * num_replicas if num_replicas > 1 else loss
+    return unscale_loss_for_distribution(loss)
+
+
+def _probe_function(model, strategy):
+    cached = _PROBES.get(model)
+    if cached is not None and cached[0] is strategy:
+        return cached[1]
+    import tensorflow as tf
+
+    def replica_stats(x, y):
+        with tf.GradientTape() as tape:
+            y_pred = model(x, training=False)
+            loss = model.compute_loss(x=x, y=y, y_pred=y_pred, training=False)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        num = tf.distribute.get_replica_context().num_replicas_in_sync
+        # Keras scales each replica's loss (and so its gradients) by 1/num_replicas so that
+        # the all-reduce sum is a mean; undo that to show the replica's own values.
+        return _unscale(loss, num), _unscale(tf.linalg.global_norm(gradients), num)
+
+    @tf.function
+    def probe(x, y):
+        return strategy.run(replica_stats, args=(x, y))
+
+    _PROBES[model] = (strategy, probe)
+    return probe
+
+
+class LiveTrainingCallback(keras.callbacks.Callback):
+    """Stream per-replica loss, gradient norms and step time into a view while ``fit`` runs.
+
+    Keras's ``fit`` reports only the loss averaged over replicas (the per-replica values
+    live inside its compiled step). So at each due update this callback runs the model on
+    ``probe``, a fixed batch split across the replicas exactly as ``fit`` splits its
+    batches, with the current weights, and shows each replica's loss and gradient norm
+    (before the all-reduce). Step time and Keras's own loss come from ``fit`` itself.
+
+    Args:
+        probe: ``(x, y)``: one global batch, e.g. the first ``batch_size`` training examples.
+        view: The view to update; a new one if ``None``.
+        min_interval: Fewest seconds between updates (0.1 allows 10 updates per second).
+        budget: Largest fraction of wall time the updates (probe included) may take.
+
+    Example:
+        >>> import numpy as np
+        >>> import keras
+        >>> import mirrorkit as mk
+        >>> from mirrorwidgets import LiveTrainingCallback
+        >>> strategy = mk.make_strategy()
+        >>> with strategy.scope():
+        ...     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        ...     model.compile("sgd", "mse")
+        >>> x, y = np.ones((8, 2), "float32"), np.ones((8, 1), "float32")
+        >>> live = LiveTrainingCallback((x, y), min_interval=0.0, budget=1.0)
+        >>> _ = model.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[live])
+        >>> live.view.step, live.updates
+        (2, 2)
+    """
+
+    def __init__(
+        self, probe, view: LiveTrainingView | None = None, *, min_interval=0.1, budget=0.05
+    ):
+        super().__init__()
+        if not (isinstance(probe, tuple | list) and len(probe) == 2):
+            raise TypeError(
+                "probe must be an (x, y) pair: one global batch, e.g. (x_train[:64], y_train[:64])."
+            )
+        if min_interval < 0 or not 0 < budget <= 1:
+            raise ValueError(
+                f"need min_interval >= 0 and 0 < budget <= 1, got {min_interval}, {budget}."
+            )
+        self.view = view if view is not None else LiveTrainingView()
+        self.throttle = Throttle(min_interval, budget)
+        self._probe_data = tuple(probe)
+        self._batch = None
+        self._fn = None
+        self._began = 0.0
+        self._global_step = 0
+
+    @property
+    def updates(self) -> int:
+        """How many times the view was updated."""
+        return self.throttle.updates
+
+    def on_train_begin(self, logs=None):
+        """Split the probe batch across the replicas and get the compiled probe ready."""
+        import tensorflow as tf
+
+        strategy = self.model.distribute_strategy
+        x, y = self._probe_data
+        replicas = strategy.num_replicas_in_sync
+        if len(x) < replicas:
+            raise ValueError(
+                f"the probe batch has {len(x)} examples but there are {replicas} replicas; "
+                "give it at least one example per replica."
+            )
+        dataset = tf.data.Dataset.from_tensors((x, y))
+        self._batch = next(iter(strategy.experimental_distribute_dataset(dataset)))
+        self._fn = _probe_function(self.model, strategy)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        """Start timing the step."""
+        self._began = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        """Time the step; if an update is due, probe each replica and update the view."""
+        step_time = time.perf_counter() - self._began
+        self._global_step += 1
+        if not self.throttle.due():
+            return
+        self.throttle.begin()
+        loss, grad_norm = self._fn(*self._batch)
+        fit_loss = None if not logs or "loss" not in logs else logs["loss"]
+        self.view.record(self._global_step, loss, grad_norm, step_time=step_time, fit_loss=fit_loss)
+        self.throttle.end()
+
+    def on_train_end(self, logs=None):
+        """Draw the final plot, so the view (and its snapshot) ends on the last state."""
+        self.view.refresh_plot()

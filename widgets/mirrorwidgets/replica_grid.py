@@ -1,0 +1,232 @@
+"""ReplicaGrid: one cell per replica for any distributed value, optionally before/after."""
+
+from __future__ import annotations
+
+import ipywidgets as w
+import traitlets as t
+
+from mirrorwidgets import _render as r
+from mirrorwidgets import _values
+from mirrorwidgets._snapshot import SnapshotMixin
+
+
+class ReplicaGrid(SnapshotMixin, w.VBox):
+    """Show a distributed value as one cell per replica: device, dtype, shape and value.
+
+    Mirrored values get an "in sync" or "diverged" mark. Given ``after`` too (for example
+    per-replica gradients and their all-reduced result), the grid shows both rows, so the
+    all-reduce is visible: different values above, identical values below.
+
+    Args:
+        value: A ``PerReplica`` (what ``strategy.run`` returns), a ``MirroredVariable``, a
+            Keras model built under ``strategy.scope()``, a plain tensor, or a list or dict
+            of these (e.g. per-replica gradients).
+        after: Optional: the same values after an all-reduce.
+        title: Heading; by default a description of ``value``.
+        **kwargs: Any trait below, or layout options of ``ipywidgets.VBox``.
+
+    Raises:
+        TypeError: If ``value`` is not a TensorFlow or Keras value.
+        ValueError: If ``value`` is empty, or ``after`` cannot be an all-reduce of ``value``.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> import mirrorkit as mk
+        >>> from mirrorwidgets import ReplicaGrid
+        >>> strategy = mk.make_strategy()
+        >>> per_replica = strategy.run(lambda: tf.constant([1.0, 2.0]))
+        >>> grid = ReplicaGrid(per_replica)
+        >>> grid.num_replicas == strategy.num_replicas_in_sync
+        True
+        >>> "[1, 2]" in grid.snapshot_html()
+        True
+    """
+
+    title = t.Unicode("", help="Heading shown above the cells; empty for the value's own title.")
+    labels = t.Tuple(
+        t.Unicode(),
+        t.Unicode(),
+        default_value=("before all-reduce", "after all-reduce"),
+        help="Row labels for a before/after pair.",
+    )
+    large_view = t.Enum(
+        ("heat", "histogram"),
+        default_value="heat",
+        help="How tensors with more than `small` elements are drawn.",
+    )
+    small = t.Int(8, help="Tensors with at most this many elements are shown as numbers.")
+    max_entries = t.Int(
+        6, help="Most values listed per cell (e.g. model weights); more are counted."
+    )
+    num_replicas = t.Int(0, read_only=True, help="How many replicas the shown value spans.")
+    in_sync = t.Bool(
+        None,
+        allow_none=True,
+        read_only=True,
+        help="Whether mirrored copies (or all-reduced results) agree; None if not applicable.",
+    )
+
+    def __init__(self, value, after=None, *, title: str = "", **kwargs):
+        super().__init__(**kwargs)
+        self.title = title
+        self._before = None
+        self._after = None
+        try:
+            self.update(value, after)
+        except Exception:
+            self.close()  # no half-built widget left behind
+            raise
+        self.observe(self._redraw, names=["title", "labels", "large_view", "small", "max_entries"])
+
+    @t.validate("small", "max_entries")
+    def _positive(self, proposal):
+        if proposal["value"] < 1:
+            raise t.TraitError(f"{proposal['trait'].name} must be >= 1, got {proposal['value']}.")
+        return proposal["value"]
+
+    def update(self, value, after=None) -> None:
+        """Show a new value (and optionally its all-reduced result) in place.
+
+        Args:
+            value: The new value; same kinds as the constructor takes.
+            after: Optional: the values after an all-reduce.
+
+        Example:
+            >>> import tensorflow as tf
+            >>> import mirrorkit as mk
+            >>> from mirrorwidgets import ReplicaGrid
+            >>> strategy = mk.make_strategy()
+            >>> grid = ReplicaGrid(strategy.run(lambda: tf.constant(1.0)))
+            >>> grid.update(strategy.run(lambda: tf.constant(7.0)))
+            >>> "7" in grid.snapshot_html()
+            True
+        """
+        before = _values.read(value)
+        reduced = None
+        if after is not None:
+            reduced = _values.read(after)
+            _values.check_pair(before, reduced)
+        self._before, self._after = before, reduced
+        self.set_trait("num_replicas", len(before.cells))
+        if reduced is not None:
+            self.set_trait("in_sync", all(_values.agree(reduced)))
+        else:
+            self.set_trait("in_sync", before.in_sync)
+        self._redraw()
+
+    def snapshot_html(self) -> str:
+        """The grid's current state as self-contained HTML (inline styles and SVG, no script).
+
+        Returns:
+            An HTML fragment.
+
+        Example:
+            >>> import tensorflow as tf
+            >>> from mirrorwidgets import ReplicaGrid
+            >>> ReplicaGrid(tf.constant(3.0)).snapshot_html().startswith("<div")
+            True
+        """
+        parts = [self._header_html()]
+        for label, cells in self._stages():
+            inner = "".join(cells)
+            parts.append(self._label_html(label))
+            parts.append(f'<div style="display:flex;flex-wrap:wrap;gap:6px">{inner}</div>')
+        return r.container("".join(parts), "mw-grid mw-snapshot")
+
+    # ------------------------------------------------------------------ drawing
+
+    def _redraw(self, change=None) -> None:
+        stages = self._stages()
+        shape = tuple((label, len(cells)) for label, cells in stages)
+        if shape == getattr(self, "_shape", None):
+            # Same layout: change the HTML in place (no new widgets, so live updates are cheap).
+            self._header.value = self._header_html()
+            for row, (_, cells) in zip(self._rows, stages, strict=True):
+                for box, cell in zip(row.children, cells, strict=True):
+                    box.value = r.container(cell, "mw-grid")
+            return
+        for widget in self.children:
+            for child in getattr(widget, "children", ()):
+                child.close()
+            widget.close()
+        self._header = w.HTML(self._header_html())
+        children, self._rows = [self._header], []
+        for label, cells in stages:
+            if label:
+                children.append(w.HTML(self._label_html(label)))
+            row = w.HBox(
+                [w.HTML(r.container(c, "mw-grid")) for c in cells],
+                layout=w.Layout(flex_flow="row wrap", grid_gap="6px"),
+            )
+            self._rows.append(row)
+            children.append(row)
+        self._shape = shape
+        self.children = children
+
+    def _header_html(self) -> str:
+        heading = self.title or self._before.title
+        mark = ""
+        if self._after is not None:
+            mark = r.sync_html(
+                self.in_sync, "all replicas agree after the all-reduce", "mw-verdict"
+            )
+        elif self.in_sync is not None:
+            mark = r.sync_html(self.in_sync, "mirrored copies in sync", "mw-verdict")
+        count = f"{self.num_replicas} replicas"
+        extra = "" if count in heading else f' <span style="color:{r.GREY}">({count})</span>'
+        return (
+            f'<div class="mw-title" style="{r.FONT}"><strong>{r.esc(heading)}</strong>'
+            f"{extra} {mark}</div>"
+        )
+
+    def _label_html(self, label: str) -> str:
+        return (
+            f'<div class="mw-stage" style="{r.FONT};color:{r.GREY};margin-top:4px">'
+            f"{r.esc(label)}</div>"
+            if label
+            else ""
+        )
+
+    def _stages(self) -> list[tuple[str, list[str]]]:
+        readings = [self._before] + ([self._after] if self._after is not None else [])
+        ranges = [_values.value_range(readings, i) for i in range(len(self._before.names))]
+        if self._after is None:
+            return [("", self._cells_html(self._before, ranges, None, "value"))]
+        flags = _values.agree(self._after)
+        return [
+            (self.labels[0], self._cells_html(self._before, ranges, None, "before")),
+            (self.labels[1], self._cells_html(self._after, ranges, flags, "after")),
+        ]
+
+    def _cells_html(self, reading, ranges, agree_flags, stage: str) -> list[str]:
+        cells = []
+        for cell in reading.cells:
+            entries = []
+            shown = cell.entries[: self.max_entries]
+            for index, entry in enumerate(shown):
+                lo, hi = ranges[index]
+                picture = r.value_html(
+                    entry.array, entry.summary, lo, hi, self.large_view, self.small
+                )
+                flag = entry.in_sync if agree_flags is None else agree_flags[index]
+                name = f'<span class="mw-name">{r.esc(entry.name)}</span> ' if entry.name else ""
+                entries.append(
+                    f'<div class="mw-entry" data-name="{r.esc(entry.name)}">{name}'
+                    f'<span class="mw-meta" style="color:{r.GREY}">{r.esc(entry.dtype)} '
+                    f"{r.esc(entry.shape)}</span>"
+                    f'<div class="mw-value">'
+                    f"{picture}"
+                    f"</div>{r.sync_html(flag)}</div>"
+                )
+            hidden = len(cell.entries) - len(shown)
+            if hidden:
+                entries.append(f'<div style="color:{r.GREY}">+ {hidden} more</div>')
+            cells.append(
+                f'<div class="mw-cell" data-replica="{cell.replica}" data-stage="{stage}" '
+                'style="border:1px solid #d0d7de;border-radius:6px;padding:6px 8px;'
+                'min-width:170px">'
+                f'<div class="mw-head"><strong>replica {cell.replica}</strong> '
+                f'<span class="mw-device">{r.esc(cell.device)}</span></div>'
+                f"{''.join(entries)}</div>"
+            )
+        return cells

@@ -1,0 +1,346 @@
+"""TopologyDiagram: where replicas and variables live, and the path an all-reduce takes."""
+
+from __future__ import annotations
+
+import ipywidgets as w
+import traitlets as t
+
+import mirrorkit as mk
+from mirrorwidgets import _render as r
+from mirrorwidgets._snapshot import SnapshotMixin
+
+_COLORS = {"reduce": "#0969da", "broadcast": "#8250df", "exchange": "#cf222e"}
+
+
+def _algorithm_of(strategy) -> str:
+    """Name (as in mirrorkit.ALL_REDUCE_ALGORITHMS) of the all-reduce ``strategy`` uses."""
+    ops = getattr(strategy.extended, "_cross_device_ops", None)
+    names = {cls.__name__ for cls in type(ops).__mro__}
+    if "NcclAllReduce" in names:
+        return "nccl"
+    if "HierarchicalCopyAllReduce" in names:
+        return "hierarchical_copy"
+    if "ReductionToOneDevice" in names:
+        return "one_device"
+    return "collective"
+
+
+def _host_of(device: str) -> str:
+    parts = dict(p.split(":", 1) for p in device.strip("/").split("/") if ":" in p)
+    return f"/job:{parts.get('job', 'localhost')}/task:{parts.get('task', '0')}"
+
+
+def _short(device: str) -> str:
+    return device.rsplit("device:", 1)[-1] if "device:" in device else device
+
+
+def _route(algorithm: str, n: int, hub: int) -> list[tuple[int, int, str]]:
+    """(from replica, to replica, step) for each copy the all-reduce makes."""
+    if n < 2:
+        return []
+    if algorithm in ("collective", "nccl"):
+        return [(i, (i + 1) % n, "reduce") for i in range(n)]
+    if algorithm == "one_device":
+        others = [i for i in range(n) if i != hub]
+        return [(i, hub, "reduce") for i in others] + [(hub, i, "broadcast") for i in others]
+    # hierarchical_copy (tf's aggregate_gradients_using_hierarchical_copy): each half sums
+    # into its leader, group 1's leader sends its sum to group 0's leader, which adds them
+    # and sends the total back; each leader then broadcasts within its group.
+    groups = hierarchical_groups(n)
+    edges = [(i, group[0], "reduce") for group in groups if group for i in group[1:]]
+    if groups[1]:
+        edges += [
+            (groups[1][0], groups[0][0], "exchange"),
+            (groups[0][0], groups[1][0], "broadcast"),
+        ]
+    edges += [(group[0], i, "broadcast") for group in groups if group for i in group[1:]]
+    return edges
+
+
+def hierarchical_groups(n: int) -> list[list[int]]:
+    """Replica groups HierarchicalCopyAllReduce reduces within (two halves).
+
+    Args:
+        n: Number of replicas.
+
+    Returns:
+        Two lists of replica indices (the second empty when ``n`` is 1).
+
+    Example:
+        >>> hierarchical_groups(4)
+        [[0, 1], [2, 3]]
+    """
+    half = max(n // 2, 1)
+    return [list(range(0, half)), list(range(half, n))]
+
+
+class TopologyDiagram:
+    """A graphviz drawing of a live strategy: host, devices, replicas, variables, all-reduce path.
+
+    Displays in any notebook (``_repr_svg_`` / ``_repr_html_``); :meth:`widget` gives an
+    interactive form that switches between all-reduce algorithms.
+
+    Args:
+        strategy: A ``tf.distribute.Strategy`` (e.g. from ``mirrorkit.make_strategy``).
+        all_reduce: Draw this algorithm's path (a key of ``mirrorkit.ALL_REDUCE_ALGORITHMS``);
+            ``None`` draws the one ``strategy`` uses.
+        variables: Optional model or list of variables created under ``strategy.scope()``;
+            their count is shown on each device holding a copy.
+
+    Raises:
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``.
+        ValueError: If ``all_reduce`` is not a known algorithm name.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> from mirrorwidgets import TopologyDiagram
+        >>> diagram = TopologyDiagram(mk.make_strategy("one_device"))
+        >>> diagram.all_reduce, len(diagram.devices)
+        ('one_device', 1)
+        >>> "<svg" in diagram._repr_svg_()
+        True
+    """
+
+    def __init__(self, strategy, *, all_reduce: str | None = None, variables=None):
+        import tensorflow as tf
+
+        if not isinstance(strategy, tf.distribute.Strategy):
+            raise TypeError(
+                f"TopologyDiagram needs a tf.distribute.Strategy, got {type(strategy).__name__}; "
+                "make one with mirrorkit.make_strategy()."
+            )
+        if all_reduce is not None and all_reduce not in mk.ALL_REDUCE_ALGORITHMS:
+            known = ", ".join(repr(k) for k in mk.ALL_REDUCE_ALGORITHMS)
+            raise ValueError(f"unknown all_reduce {all_reduce!r}; choose one of {known}.")
+        self.strategy = strategy
+        self.uses = _algorithm_of(strategy)
+        self.all_reduce = all_reduce or self.uses
+        self.devices = tuple(mk.replica_devices(strategy))
+        self.variables = self._variables(variables)
+        self.hub = self._hub()
+        self.edges = tuple(_route(self.all_reduce, len(self.devices), self.hub))
+        self._svg: str | None = None
+
+    @staticmethod
+    def _variables(variables) -> tuple[str, ...]:
+        if variables is None:
+            return ()
+        import keras
+
+        items = variables.weights if isinstance(variables, keras.Model) else list(variables)
+        return tuple(getattr(v, "path", None) or getattr(v, "name", "?") for v in items)
+
+    def _hub(self) -> int:
+        ops = getattr(self.strategy.extended, "_cross_device_ops", None)
+        target = getattr(ops, "reduce_to_device", None)
+        if target:
+            for i, device in enumerate(self.devices):
+                if _short(device) == _short(target):
+                    return i
+        return 0  # ReductionToOneDevice() reduces onto the first destination device
+
+    def source(self) -> str:
+        """The graph in graphviz's dot language.
+
+        Returns:
+            Dot source text.
+
+        Example:
+            >>> import mirrorkit as mk
+            >>> from mirrorwidgets import TopologyDiagram
+            >>> "digraph" in TopologyDiagram(mk.make_strategy()).source()
+            True
+        """
+        return self._graph().source
+
+    def _graph(self):
+        import graphviz
+
+        n = len(self.devices)
+        graph = graphviz.Digraph("topology", engine="dot")
+        graph.attr(rankdir="LR", fontname="Helvetica", fontsize="11", labeljust="l")
+        graph.attr(
+            "node",
+            shape="box",
+            style="rounded,filled",
+            fillcolor="#f6f8fa",
+            fontname="Helvetica",
+            fontsize="10",
+        )
+        graph.attr("edge", fontname="Helvetica", fontsize="9")
+        title = f"all-reduce: {self.all_reduce}"
+        if self.all_reduce != self.uses:
+            title += f" (this strategy uses {self.uses})"
+        if n < 2:
+            title += " - one replica, nothing to reduce"
+        elif self.all_reduce == "hierarchical_copy":
+            title += "\n(group leaders shown for the first tensor; they rotate per tensor)"
+        graph.attr(label=title, labelloc="t")
+        held = f"\nvariables: {len(self.variables)} mirrored copies" if self.variables else ""
+        hosts: dict[str, list[int]] = {}
+        for i, device in enumerate(self.devices):
+            hosts.setdefault(_host_of(device), []).append(i)
+        groups = hierarchical_groups(n) if self.all_reduce == "hierarchical_copy" else None
+        for k, (host, members) in enumerate(hosts.items()):
+            with graph.subgraph(name=f"cluster_host{k}") as sub:
+                sub.attr(label=f"worker {host}", style="dashed", color="#8c959f")
+                if groups and len(hosts) == 1:
+                    for g, group in enumerate(groups):
+                        if not group:
+                            continue
+                        with sub.subgraph(name=f"cluster_group{g}") as box:
+                            box.attr(label=f"group {g}", style="rounded", color="#0969da")
+                            for i in group:
+                                self._node(box, i, held)
+                else:
+                    for i in members:
+                        self._node(sub, i, held)
+        for a, b, step in self.edges:
+            graph.edge(
+                f"r{a}",
+                f"r{b}",
+                label=step,
+                color=_COLORS[step],
+                fontcolor=_COLORS[step],
+                style="dashed" if step == "broadcast" else "solid",
+            )
+        return graph
+
+    def _node(self, graph, i: int, held: str) -> None:
+        hub = "\n(reduces here)" if self.all_reduce == "one_device" and i == self.hub else ""
+        graph.node(f"r{i}", f"replica {i}\n{_short(self.devices[i])}{held}{hub}")
+
+    def svg(self) -> str:
+        """The diagram as SVG text, drawn by graphviz's ``dot`` (cached).
+
+        Returns:
+            SVG markup.
+
+        Raises:
+            RuntimeError: If graphviz's ``dot`` program is not installed.
+
+        Example:
+            >>> import mirrorkit as mk
+            >>> from mirrorwidgets import TopologyDiagram
+            >>> "replica 0" in TopologyDiagram(mk.make_strategy()).svg()
+            True
+        """
+        if self._svg is None:
+            import graphviz
+
+            try:
+                self._svg = self._graph().pipe(format="svg", encoding="utf-8")
+            except graphviz.ExecutableNotFound as error:
+                raise RuntimeError(
+                    "graphviz's `dot` program is missing, so the diagram cannot be drawn. "
+                    "Install it (Debian/Ubuntu: apt-get install graphviz; macOS: brew install "
+                    "graphviz; conda: conda install -c conda-forge graphviz)."
+                ) from error
+        return self._svg
+
+    def __repr__(self) -> str:
+        # What a text-only viewer shows, instead of an object address.
+        devices = ", ".join(_short(d) for d in self.devices)
+        return (
+            f"TopologyDiagram: {len(self.devices)} replica(s) on {devices}; "
+            f"all-reduce {self.all_reduce!r}, {len(self.edges)} transfer(s) drawn"
+        )
+
+    def _repr_svg_(self) -> str:
+        return self.svg()
+
+    def _repr_html_(self) -> str:
+        svg = self.svg()
+        body = svg[svg.find("<svg") :]
+        about = mk.ALL_REDUCE_ALGORITHMS[self.all_reduce]
+        return r.container(f"{body}<div style='color:{r.GREY}'>{r.esc(about)}</div>", "mw-topology")
+
+    def widget(self) -> TopologyView:
+        """An interactive form of this diagram (switch all-reduce algorithms).
+
+        Returns:
+            A :class:`TopologyView`.
+
+        Example:
+            >>> import mirrorkit as mk
+            >>> from mirrorwidgets import TopologyDiagram
+            >>> TopologyDiagram(mk.make_strategy()).widget().all_reduce
+            'collective'
+        """
+        return TopologyView(self.strategy, all_reduce=self.all_reduce, variables=self._raw_vars)
+
+    @property
+    def _raw_vars(self):
+        return list(self.variables) or None
+
+
+class TopologyView(SnapshotMixin, w.VBox):
+    """Widget form of :class:`TopologyDiagram`, with a menu to try each all-reduce algorithm.
+
+    Args:
+        strategy: A ``tf.distribute.Strategy``.
+        all_reduce: Algorithm to draw first; ``None`` for the strategy's own.
+        variables: Optional model or variables shown on each device.
+        **kwargs: Any trait below, or ``ipywidgets.VBox`` layout options.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> from mirrorwidgets import TopologyView
+        >>> view = TopologyView(mk.make_strategy())
+        >>> view.all_reduce = "one_device"
+        >>> "one_device" in view.snapshot_html()
+        True
+    """
+
+    all_reduce = t.Enum(
+        tuple(mk.ALL_REDUCE_ALGORITHMS),
+        default_value="collective",
+        help="Which all-reduce algorithm's path is drawn.",
+    )
+    svg = t.Unicode("", read_only=True, help="The current diagram as SVG markup.")
+
+    def __init__(self, strategy, *, all_reduce: str | None = None, variables=None, **kwargs):
+        super().__init__(**kwargs)
+        self._strategy = strategy
+        self._variables = variables
+        self.diagram = TopologyDiagram(strategy, all_reduce=all_reduce, variables=variables)
+        self._menu = w.Dropdown(
+            options=list(mk.ALL_REDUCE_ALGORITHMS),
+            value=self.diagram.all_reduce,
+            description="all-reduce",
+        )
+        self._picture = w.HTML()
+        self._about = w.HTML()
+        self.children = [self._menu, self._picture, self._about]
+        self.all_reduce = self.diagram.all_reduce
+        t.link((self._menu, "value"), (self, "all_reduce"))
+        self._draw()
+
+    @t.observe("all_reduce")
+    def _on_algorithm(self, change) -> None:
+        if getattr(self, "diagram", None) is None:
+            return
+        variables = self.diagram._raw_vars
+        self.diagram = TopologyDiagram(
+            self._strategy, all_reduce=change["new"], variables=variables
+        )
+        self._draw()
+
+    def _draw(self) -> None:
+        html = self.diagram._repr_html_()
+        self.set_trait("svg", self.diagram.svg())
+        self._picture.value = html
+
+    def snapshot_html(self) -> str:
+        """The diagram currently shown, as HTML with inline SVG.
+
+        Returns:
+            An HTML fragment.
+
+        Example:
+            >>> import mirrorkit as mk
+            >>> from mirrorwidgets import TopologyView
+            >>> "<svg" in TopologyView(mk.make_strategy()).snapshot_html()
+            True
+        """
+        return self.diagram._repr_html_()
