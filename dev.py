@@ -260,12 +260,7 @@ def nbval(rounds: int = 2) -> None:
             continue
         timeout = max(c["cell_timeout"] for c in manifest["chapters"] if c["nbval"] == mode)
         for _ in range(rounds):
-            run(
-                sys.executable,
-                "-m",
-                "pytest",
-                "-p",
-                "no:cacheprovider",
+            pytest(
                 flag,
                 "--nbval-current-env",
                 "--nbval-sanitize-with",
@@ -273,6 +268,10 @@ def nbval(rounds: int = 2) -> None:
                 f"--nbval-cell-timeout={timeout}",
                 *paths,
             )
+
+
+def pytest(*args) -> None:
+    run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args)
 
 
 def lint() -> None:
@@ -283,17 +282,8 @@ def lint() -> None:
 def unit_tests() -> None:
     # Doctests see TensorFlow's default single device; the suite simulates several
     # replicas, and a process cannot have both, so they run as two processes.
-    run(
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        "--doctest-modules",
-        "mirrorkit",
-        "widgets/mirrorwidgets",
-    )
-    run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests")
+    pytest("--doctest-modules", "mirrorkit", "widgets/mirrorwidgets")
+    pytest("tests")
 
 
 TASKS = {

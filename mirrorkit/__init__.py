@@ -33,29 +33,51 @@ _EXPORTS = {
     "check_mirrored": "mirrorkit.checks",
     "check_per_replica": "mirrorkit.checks",
     "check_all_reduced": "mirrorkit.checks",
+    "check_input_pipeline": "mirrorkit.checks",
+    "preview_input": "mirrorkit.input_preview",
+    "AUTO_SHARD_POLICIES": "mirrorkit.input_preview",
+    "InputPreview": "mirrorkit.input_preview",
+    "ReplicaBatch": "mirrorkit.input_preview",
 }
 
 __all__ = [
     "ALL_REDUCE_ALGORITHMS",
+    "AUTO_SHARD_POLICIES",
     "AllReduceUnavailableError",
     "CheckResult",
+    "InputPreview",
+    "ReplicaBatch",
     "ReplicaRow",
     "ReplicaSetupError",
     "ReplicaTable",
     "check_all_reduced",
+    "check_input_pipeline",
     "check_mirrored",
     "check_per_replica",
     "inspect",
     "make_reproducible",
     "make_strategy",
+    "preview_input",
     "replica_devices",
     "simulate_replicas",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from mirrorkit.checks import CheckResult, check_all_reduced, check_mirrored, check_per_replica
+    from mirrorkit.checks import (
+        CheckResult,
+        check_all_reduced,
+        check_input_pipeline,
+        check_mirrored,
+        check_per_replica,
+    )
     from mirrorkit.devices import replica_devices, simulate_replicas
     from mirrorkit.errors import AllReduceUnavailableError, ReplicaSetupError
+    from mirrorkit.input_preview import (
+        AUTO_SHARD_POLICIES,
+        InputPreview,
+        ReplicaBatch,
+        preview_input,
+    )
     from mirrorkit.inspection import ReplicaRow, ReplicaTable, inspect
     from mirrorkit.reproducibility import make_reproducible
     from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS, make_strategy

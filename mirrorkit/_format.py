@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+from collections.abc import Callable
+
 import numpy as np
 
 SMALL = 8  # arrays with at most this many elements are shown in full
@@ -48,3 +51,29 @@ def _nested(array: np.ndarray) -> str:
     if array.ndim == 1:
         return "[" + ", ".join(number(x) for x in array) + "]"
     return "[" + ", ".join(_nested(sub) for sub in array) + "]"
+
+
+Columns = list[tuple[str, list[str]]]  # (heading, one cell per row)
+
+
+def text_table(columns: Columns) -> list[str]:
+    """Left-aligned columns two spaces apart: the heading line, then one line per row."""
+    widths = [max(len(head), *(len(c) for c in cells)) for head, cells in columns]
+    rows = zip(*(cells for _, cells in columns), strict=True)
+    lines = ["  ".join(h.ljust(w) for (h, _), w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return [line.rstrip() for line in lines]
+
+
+def html_table(columns: Columns, style: Callable[[str, str], str] = lambda head, cell: "") -> str:
+    """The same columns as an HTML table; ``style(heading, cell)`` gives a cell's CSS."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h, _ in columns)
+    body = []
+    for row in zip(*(cells for _, cells in columns), strict=True):
+        cells = []
+        for (h, _), cell in zip(columns, row, strict=True):
+            css = style(h, cell)
+            attribute = f' style="{css}"' if css else ""
+            cells.append(f"<td{attribute}>{html.escape(cell)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

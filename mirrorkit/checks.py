@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mirrorkit._format import summarize
+from mirrorkit.input_preview import preview_input
 from mirrorkit.inspection import MIRRORED, MIRRORED_VALUE, PER_REPLICA, SINGLE, inspect
 
 
@@ -58,11 +59,9 @@ def check_mirrored(value, strategy) -> CheckResult:
         >>> mk.check_mirrored(tf.Variable(0.0), strategy).passed
         False
     """
-    if value is Ellipsis:
-        return _TODO
-    table = _inspect_or_none(value)
-    if table is None:
-        return CheckResult(False, f"expected a tf.Variable, got {type(value).__name__}.")
+    table = _table_or_verdict(value, "a tf.Variable")
+    if isinstance(table, CheckResult):
+        return table
     kind = table.rows[0].kind
     if kind == SINGLE:
         return CheckResult(
@@ -105,15 +104,12 @@ def check_per_replica(value, strategy, expected) -> CheckResult:
         >>> mk.check_per_replica(ids, strategy, expected=[0])
         PASS: every replica holds its expected value.
     """
-    if value is Ellipsis:
-        return _TODO
     wanted = strategy.num_replicas_in_sync
     if len(expected) != wanted:
         raise ValueError(f"expected has {len(expected)} values for {wanted} replicas.")
-    table = _inspect_or_none(value)
-    if table is None:
-        got = type(value).__name__
-        return CheckResult(False, f"expected the result of strategy.run, got {got}.")
+    table = _table_or_verdict(value, "the result of strategy.run")
+    if isinstance(table, CheckResult):
+        return table
     if wanted > 1 and table.rows[0].kind not in (PER_REPLICA, MIRRORED_VALUE):
         return CheckResult(
             False, "this is not a per-replica value: compute it with strategy.run(fn)."
@@ -158,8 +154,68 @@ def check_all_reduced(value, strategy, expected) -> CheckResult:
     return CheckResult(True, f"all {wanted} replicas hold the all-reduced value {total}.")
 
 
-def _inspect_or_none(value):
+def check_input_pipeline(
+    source, strategy, *, per_replica_batch: int | None = None, auto_shard: str | None = None
+) -> CheckResult:
+    """Check that ``source`` feeds every replica full, equal batches at every step.
+
+    The real strategy distributes ``source`` (see :func:`mirrorkit.preview_input`); the
+    check passes when the preview has no warning: the global batch divides by the
+    replicas and no step brings a partial or empty batch.
+
+    Args:
+        source: The learner's batched ``tf.data.Dataset`` with example ids, or a dataset
+            function of a ``tf.distribute.InputContext`` (``...``: not attempted).
+        strategy: The strategy that distributes it.
+        per_replica_batch: If given, the number of examples each replica must receive.
+        auto_shard: If given, the ``AutoShardPolicy`` name the dataset must carry,
+            e.g. ``"DATA"``.
+
+    Returns:
+        A :class:`CheckResult`.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> import mirrorkit as mk
+        >>> strategy = mk.make_strategy()
+        >>> mk.check_input_pipeline(tf.data.Dataset.range(8).batch(4), strategy)
+        PASS: every replica gets 4 examples at every step (global batch 4).
+        >>> mk.check_input_pipeline(tf.data.Dataset.range(7).batch(4), strategy).passed
+        False
+    """
+    if source is Ellipsis:
+        return _TODO
+    try:
+        preview = preview_input(strategy, source)
+    except (TypeError, ValueError) as error:
+        return CheckResult(False, str(error))
+    if preview.warnings:
+        return CheckResult(False, preview.warnings[0])
+    if per_replica_batch is not None and preview.per_replica_batch != per_replica_batch:
+        return CheckResult(
+            False,
+            f"each replica gets {preview.per_replica_batch} examples per step, expected "
+            f"{per_replica_batch}.",
+        )
+    if auto_shard is not None and preview.auto_shard_policy != auto_shard:
+        return CheckResult(
+            False,
+            f"the dataset's auto-shard policy is {preview.auto_shard_policy}, expected "
+            f"{auto_shard}: set options.experimental_distribute.auto_shard_policy and apply "
+            "the options with dataset.with_options(options).",
+        )
+    return CheckResult(
+        True,
+        f"every replica gets {preview.per_replica_batch} examples at every step "
+        f"(global batch {preview.global_batch}).",
+    )
+
+
+def _table_or_verdict(value, wanted: str):
+    """The learner's value as a ReplicaTable, or the CheckResult saying why there is none."""
+    if value is Ellipsis:
+        return _TODO
     try:
         return inspect(value)
     except (TypeError, ValueError):
-        return None
+        return CheckResult(False, f"expected {wanted}, got {type(value).__name__}.")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mirrorkit._format import short_device, summarize
+from mirrorkit._format import html_table, short_device, summarize, text_table
 
 # Kinds of value, as shown in a table's title.
 PER_REPLICA = "PerReplica"
@@ -112,38 +112,22 @@ class ReplicaTable:
         ]
 
     def __str__(self) -> str:
-        columns = self._columns()
-        widths = [max(len(head), *(len(c) for c in cells)) for head, cells in columns]
-        lines = [self.title]
-        lines.append("  ".join(h.ljust(w) for (h, _), w in zip(columns, widths, strict=True)))
-        for i in range(len(self.rows)):
-            cells = [cells[i].ljust(w) for (_, cells), w in zip(columns, widths, strict=True)]
-            lines.append("  ".join(cells).rstrip())
-        lines.extend(self.notes)
+        lines = [self.title, *text_table(self._columns()), *self.notes]
         return "\n".join(line.rstrip() for line in lines)
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        columns = self._columns()
-        head = "".join(f"<th>{html.escape(h)}</th>" for h, _ in columns)
-        body = []
-        for i in range(len(self.rows)):
-            cells = []
-            for h, values in columns:
-                text = html.escape(values[i])
-                style = ""
-                if h == "in sync" and values[i] in ("yes", "NO"):
-                    color = "#1a7f37" if values[i] == "yes" else "#cf222e"
-                    style = f' style="color:{color}"'
-                cells.append(f"<td{style}>{text}</td>")
-            body.append("<tr>" + "".join(cells) + "</tr>")
+        def style(head: str, cell: str) -> str:
+            if head == "in sync" and cell in ("yes", "NO"):
+                return "color:" + ("#1a7f37" if cell == "yes" else "#cf222e")
+            return ""
+
         notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
         return (
             '<div class="mirrorkit-table">'
             f"<strong>{html.escape(self.title)}</strong>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-            f"{notes}</div>"
+            f"{html_table(self._columns(), style)}{notes}</div>"
         )
 
 

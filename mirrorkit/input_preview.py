@@ -1,0 +1,595 @@
+"""See which examples each replica receives when a real strategy distributes a dataset.
+
+:func:`preview_input` hands a ``tf.data.Dataset`` to the strategy's own
+``experimental_distribute_dataset`` (or a dataset function to
+``distribute_datasets_from_function``), iterates the result and reports, step by step
+and replica by replica, which examples arrived where. To say *which* examples, every
+example needs an id: an integer that names it. The preview reads it from
+
+- the ``"id"`` entry, when elements are dicts;
+- the first component, when elements are tuples or lists;
+- the element itself, when it is a single integer tensor.
+
+``dataset.enumerate()`` before ``.batch(...)`` is the easiest way to add ids: it turns
+every element ``x`` into ``(index, x)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from mirrorkit._format import html_table, short_device, text_table
+
+#: Auto-shard policies (``tf.data.experimental.AutoShardPolicy``) -> what each one does.
+AUTO_SHARD_POLICIES: dict[str, str] = {
+    "AUTO": ("The default: shard by FILE when the pipeline reads files, otherwise by DATA."),
+    "FILE": (
+        "Each worker reads its own subset of the input files; needs at least as many "
+        "files as workers."
+    ),
+    "DATA": ("Every worker reads the whole dataset and keeps only its share of the elements."),
+    "HINT": "Shard only where the pipeline calls shard(SHARD_HINT, SHARD_HINT).",
+    "OFF": "No sharding: every worker reads, and trains on, the whole dataset.",
+}
+
+FULL = "full"
+PARTIAL = "partial"
+EMPTY = "EMPTY"
+
+_SCAN_LIMIT = 1000  # steps read at most to find the last step of a finite dataset
+_SHOWN_IDS = 8
+_FN_DATASET = "the function's dataset"
+
+_DROP = "batch(..., drop_remainder=True), which drops the examples that do not fill a batch"
+_REPEAT = (
+    "dataset.repeat() with model.fit(..., steps_per_epoch=examples // global_batch), "
+    "which keeps every batch full and uses every example"
+)
+
+
+@dataclass(frozen=True)
+class ReplicaBatch:
+    """The batch one replica received at one step.
+
+    Attributes:
+        step: The step, counted from 0.
+        replica: The replica that received it.
+        device: Where the batch was delivered, e.g. ``"CPU:1"``.
+        ids: The ids of its examples, in order.
+        shapes: The shape of each component of the element, in ``tf.nest`` order.
+        status: ``"full"``, ``"partial"`` (fewer examples than a full per-replica batch)
+            or ``"EMPTY"`` (no example at all).
+
+    Example:
+        >>> from mirrorkit import ReplicaBatch
+        >>> batch = ReplicaBatch(0, 1, "CPU:1", (2, 3), ((2,),), "full")
+        >>> batch.size
+        2
+    """
+
+    step: int
+    replica: int
+    device: str
+    ids: tuple[int, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    status: str
+
+    @property
+    def size(self) -> int:
+        """How many examples the replica received."""
+        return len(self.ids)
+
+
+@dataclass(frozen=True)
+class InputPreview:
+    """What :func:`preview_input` returns; prints as text and renders as HTML.
+
+    Attributes:
+        method: ``"experimental_distribute_dataset"`` or
+            ``"distribute_datasets_from_function"``.
+        num_replicas: The strategy's ``num_replicas_in_sync``.
+        global_batch: Examples in a full step across all replicas (``None`` if unknown).
+        per_replica_batch: Examples in a full batch of one replica (``None`` if unknown).
+        total_steps: Steps in the whole dataset, or ``None`` when it repeats forever or
+            its end was not found.
+        auto_shard_policy: The dataset's ``AutoShardPolicy`` name, e.g. ``"AUTO"``.
+        fetch_to_device: ``InputOptions.experimental_fetch_to_device``.
+        batches: One :class:`ReplicaBatch` per replica and step previewed.
+        warnings: Problems that would reach training, each with its fix.
+        notes: Sentences that explain the rest of the report.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> import mirrorkit as mk
+        >>> preview = mk.preview_input(mk.make_strategy(), tf.data.Dataset.range(4).batch(2))
+        >>> [batch.ids for batch in preview.batches]
+        [(0, 1), (2, 3)]
+    """
+
+    method: str
+    num_replicas: int
+    global_batch: int | None
+    per_replica_batch: int | None
+    total_steps: int | None
+    auto_shard_policy: str
+    fetch_to_device: bool
+    batches: tuple[ReplicaBatch, ...]
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def divisible(self) -> bool | None:
+        """Whether the global batch divides evenly by the number of replicas."""
+        if self.global_batch is None:
+            return None
+        return self.global_batch % self.num_replicas == 0
+
+    @property
+    def partial(self) -> tuple[ReplicaBatch, ...]:
+        """The batches smaller than a full per-replica batch, but not empty."""
+        return tuple(b for b in self.batches if b.status == PARTIAL)
+
+    @property
+    def empty(self) -> tuple[ReplicaBatch, ...]:
+        """The batches with no example at all."""
+        return tuple(b for b in self.batches if b.status == EMPTY)
+
+    @property
+    def ok(self) -> bool:
+        """``True`` when nothing needs fixing before training."""
+        return not self.warnings
+
+    def ids_by_step(self) -> dict[int, list[tuple[int, ...]]]:
+        """Each previewed step's ids, one tuple per replica in replica order."""
+        steps: dict[int, list[tuple[int, ...]]] = {}
+        for batch in self.batches:
+            steps.setdefault(batch.step, []).append(batch.ids)
+        return steps
+
+    def _headline(self) -> list[str]:
+        n = self.num_replicas
+        over = f"over {n} replica{'' if n == 1 else 's'}"
+        if self.global_batch is None:
+            split = f"{n} replicas; the batch size could not be read from the pipeline"
+        elif self.divisible:
+            split = (
+                f"global batch {self.global_batch} {over} = {self.global_batch // n} per replica"
+            )
+        else:
+            split = (
+                f"global batch {self.global_batch} {over}: "
+                f"does NOT divide evenly (up to {self.per_replica_batch} per replica)"
+            )
+        steps = "unknown" if self.total_steps is None else str(self.total_steps)
+        policy = self.auto_shard_policy
+        if self.method == "distribute_datasets_from_function":
+            policy += " (not applied to a dataset function)"
+        return [
+            f"{self.method}: {split}",
+            f"steps in the dataset: {steps}; auto-shard policy: {policy}; "
+            f"fetch to device: {self.fetch_to_device}",
+        ]
+
+    def _columns(self) -> list[tuple[str, list[str]]]:
+        rows = self._rows_with_gaps()
+        return [
+            ("step", [r[0] for r in rows]),
+            ("replica", [r[1] for r in rows]),
+            ("device", [r[2] for r in rows]),
+            ("examples", [r[3] for r in rows]),
+            ("ids", [r[4] for r in rows]),
+            ("shapes", [r[5] for r in rows]),
+            ("batch", [r[6] for r in rows]),
+        ]
+
+    def _rows_with_gaps(self) -> list[tuple[str, ...]]:
+        rows: list[tuple[str, ...]] = []
+        previous = None
+        for b in self.batches:
+            if previous is not None and b.step > previous + 1:
+                rows.append(("...", "", "", "", "", "", ""))
+            previous = b.step
+            shapes = " ".join(str(s) for s in b.shapes)
+            rows.append(
+                (str(b.step), str(b.replica), b.device, str(b.size), _ids(b.ids), shapes, b.status)
+            )
+        return rows
+
+    def __str__(self) -> str:
+        lines = [*self._headline(), *text_table(self._columns())]
+        lines.extend(f"WARNING: {w}" for w in self.warnings)
+        lines.extend(self.notes)
+        return "\n".join(line.rstrip() for line in lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        colors = {PARTIAL: "#9a6700", EMPTY: "#cf222e"}
+
+        def style(head: str, cell: str) -> str:
+            if head == "batch" and cell in colors:
+                return f"color:{colors[cell]};font-weight:bold"
+            return ""
+
+        headline = "<br>".join(html.escape(line) for line in self._headline())
+        warnings = "".join(
+            f'<p style="color:#9a6700"><strong>Warning</strong>: {html.escape(w)}</p>'
+            for w in self.warnings
+        )
+        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
+        return (
+            f"<div><p><strong>{headline}</strong></p>"
+            f"{html_table(self._columns(), style)}{warnings}{notes}</div>"
+        )
+
+
+def preview_input(
+    strategy,
+    dataset_or_fn,
+    *,
+    steps: int = 3,
+    input_options=None,
+) -> InputPreview:
+    """Distribute a dataset with the real strategy and show what each replica receives.
+
+    A ``tf.data.Dataset`` goes to ``strategy.experimental_distribute_dataset``: it must
+    be batched with the **global** batch size, which TensorFlow splits among the
+    replicas. A function goes to ``strategy.distribute_datasets_from_function``: it is
+    called with a ``tf.distribute.InputContext`` and returns a dataset batched with the
+    **per-replica** batch size. Either way the first ``steps`` steps are read; a
+    finite dataset of at most 1000 steps is read to its end as well, so that its last
+    step (where partial and empty batches appear) is shown too.
+
+    Every example needs an integer id (see the module docstring): the ``"id"`` entry of
+    a dict, the first component of a tuple, or the element itself.
+
+    Args:
+        strategy: A ``tf.distribute.Strategy``.
+        dataset_or_fn: A batched ``tf.data.Dataset``, or a function of a
+            ``tf.distribute.InputContext`` that returns one.
+        steps: How many steps to show from the start, at least 1.
+        input_options: A ``tf.distribute.InputOptions`` passed on to the strategy.
+
+    Returns:
+        An :class:`InputPreview`; it prints as text and shows as HTML in notebooks.
+
+    Raises:
+        TypeError: If ``strategy``, ``dataset_or_fn``, ``steps`` or ``input_options`` has
+            the wrong type, a function does not return a ``tf.data.Dataset``, or no
+            integer ids can be found in the elements.
+        ValueError: If ``steps < 1`` or the elements are not batched.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> import mirrorkit as mk
+        >>> strategy = mk.make_strategy()
+        >>> preview = mk.preview_input(strategy, tf.data.Dataset.range(5).batch(2))
+        >>> print(preview)  # doctest: +ELLIPSIS
+        experimental_distribute_dataset: global batch 2 over 1 replica = 2 per replica
+        steps in the dataset: 3; auto-shard policy: AUTO; fetch to device: True
+        step  replica  device  examples  ids     shapes  batch
+        0     0        CPU:0   2         [0, 1]  (2,)    full
+        1     0        CPU:0   2         [2, 3]  (2,)    full
+        2     0        CPU:0   1         [4]     (1,)    partial
+        WARNING: a partial global batch at step 2: 1 of 2 examples. ...
+    """
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.Strategy):
+        raise TypeError(f"expected a tf.distribute.Strategy, got {type(strategy).__name__}.")
+    if isinstance(steps, bool) or not isinstance(steps, int):
+        raise TypeError(f"steps must be an int, got {type(steps).__name__} {steps!r}.")
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}.")
+    if input_options is not None and not isinstance(input_options, tf.distribute.InputOptions):
+        raise TypeError(
+            "input_options must be a tf.distribute.InputOptions, got "
+            f"{type(input_options).__name__}."
+        )
+    options = input_options or tf.distribute.InputOptions()
+    n = strategy.num_replicas_in_sync
+
+    if isinstance(dataset_or_fn, tf.data.Dataset):
+        method = "experimental_distribute_dataset"
+        dataset = dataset_or_fn
+        _check_elements(dataset.element_spec, tf, "the dataset")
+        distributed = strategy.experimental_distribute_dataset(dataset, options)
+        per_replica_input = False
+    elif callable(dataset_or_fn):
+        method = "distribute_datasets_from_function"
+        made: list = []
+        distributed = strategy.distribute_datasets_from_function(
+            _checked_function(dataset_or_fn, made, tf), options
+        )
+        dataset = made[0]
+        per_replica_input = True
+    else:
+        raise TypeError(
+            "expected a tf.data.Dataset, or a function that takes a "
+            f"tf.distribute.InputContext and returns one; got {type(dataset_or_fn).__name__}."
+        )
+
+    batch = _static_batch_size(dataset)
+    raw, total_steps = _read(strategy, distributed, steps, dataset, per_replica_input, n, tf)
+    sizes = [len(ids) for _, per_replica in raw for ids, _, _ in per_replica]
+    if per_replica_input:
+        per_replica_batch = batch or max(sizes, default=0) or None
+        global_batch = per_replica_batch * n if per_replica_batch else None
+    else:
+        totals = [sum(len(ids) for ids, _, _ in per_replica) for _, per_replica in raw]
+        global_batch = batch or max(totals, default=0) or None
+        per_replica_batch = math.ceil(global_batch / n) if global_batch else None
+
+    batches = tuple(
+        ReplicaBatch(
+            step=step,
+            replica=replica,
+            device=device,
+            ids=ids,
+            shapes=shapes,
+            status=_status(len(ids), per_replica_batch),
+        )
+        for step, per_replica in raw
+        for replica, (ids, shapes, device) in enumerate(per_replica)
+    )
+    policy = dataset.options().experimental_distribute.auto_shard_policy
+    policy_name = tf.data.experimental.AutoShardPolicy(policy).name
+    preview = InputPreview(
+        method=method,
+        num_replicas=n,
+        global_batch=global_batch,
+        per_replica_batch=per_replica_batch,
+        total_steps=total_steps,
+        auto_shard_policy=policy_name,
+        fetch_to_device=bool(options.experimental_fetch_to_device),
+        batches=batches,
+    )
+    return dataclasses.replace(
+        preview,
+        warnings=_warnings(preview, per_replica_input),
+        notes=_notes(preview, per_replica_input, batch is None, steps),
+    )
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _checked_function(fn: Callable, made: list, tf) -> Callable:
+    try:
+        inspect.signature(fn).bind(None)
+    except TypeError as error:
+        raise TypeError(
+            "the dataset function must take exactly one argument, a "
+            f"tf.distribute.InputContext ({error})."
+        ) from None
+    except ValueError:  # no signature to read (some built-ins): let TensorFlow call it
+        pass
+
+    def dataset_fn(context):
+        dataset = fn(context)
+        if not isinstance(dataset, tf.data.Dataset):
+            raise TypeError(
+                f"the dataset function returned {type(dataset).__name__}, not a "
+                "tf.data.Dataset: end it with `return dataset.batch(per_replica_batch)`, "
+                "where per_replica_batch = context.get_per_replica_batch_size(global_batch)."
+            )
+        _check_elements(dataset.element_spec, tf, _FN_DATASET)
+        made.append(dataset)
+        return dataset
+
+    return dataset_fn
+
+
+def _id_spec(spec):
+    if isinstance(spec, Mapping):
+        return spec.get("id"), "the 'id' entry of each element"
+    if isinstance(spec, Sequence) and not isinstance(spec, str | bytes):
+        return (spec[0], "the first component of each element") if spec else (None, "")
+    return spec, "each element"
+
+
+def _check_elements(spec, tf, what: str) -> None:
+    """Raise a clear error unless elements carry one integer id per example."""
+    ids, where = _id_spec(spec)
+    hint = (
+        "Give every example an integer id: call dataset.enumerate() before .batch(...) "
+        "(elements become (id, example)), or put the ids under an 'id' key."
+    )
+    if ids is None:
+        raise TypeError(f"{what} has no ids: its elements are {spec}. {hint}")
+    if not isinstance(ids, tf.TensorSpec) or not (ids.dtype.is_integer):
+        raise TypeError(
+            f"{what} has no integer ids: the preview reads them from {where}, which is "
+            f"{ids}. {hint}"
+        )
+    if ids.shape.rank == 0:
+        if what == _FN_DATASET:
+            fix = (
+                "each replica takes whole batches from it, so end the function with "
+                "dataset.batch(context.get_per_replica_batch_size(global_batch))."
+            )
+        else:
+            fix = (
+                "experimental_distribute_dataset splits every element along its first "
+                "dimension, so batch the dataset first: dataset.batch(global_batch)."
+            )
+        raise ValueError(
+            f"{what} is not batched: {where} is a single value, with no batch dimension; " + fix
+        )
+    if ids.shape.rank != 1:
+        raise TypeError(
+            f"{what} has ids of shape {ids.shape}; the preview needs one integer id per "
+            f"example, shape (batch,). {hint}"
+        )
+
+
+def _static_batch_size(dataset) -> int | None:
+    """The batch size TensorFlow reads from the pipeline's .batch() (None if it finds none)."""
+    try:
+        from tensorflow.python.data.experimental.ops import distribute
+
+        size = int(distribute.compute_batch_size(dataset))
+    except Exception:  # noqa: BLE001 - TensorFlow's own walk fails on unusual pipelines
+        return None
+    return size if size > 0 else None
+
+
+def _read(strategy, distributed, steps, dataset, per_replica_input, n, tf):
+    """The first ``steps`` steps, plus the last one when the dataset ends soon enough.
+
+    Returns the steps read, as ``(step, per-replica parts)``, and the number of steps in
+    the whole dataset (``None`` if it repeats forever or was not read to its end).
+    """
+    cardinality = int(dataset.cardinality())
+    expected = _steps_for(cardinality, n, per_replica_input)
+    infinite = cardinality == int(tf.data.INFINITE_CARDINALITY)
+    limit = steps if infinite else max(steps, _SCAN_LIMIT)
+    kept, last, count = [], None, 0
+    ended = True
+    for element in distributed:
+        if count < steps:
+            kept.append((count, _per_replica(strategy, element)))
+        else:
+            last = (count, element)
+        count += 1
+        if count >= limit:
+            ended = not infinite and expected == count
+            break
+    if not ended:
+        return kept, None
+    if last is not None:
+        kept.append((last[0], _per_replica(strategy, last[1])))
+    return kept, count
+
+
+def _steps_for(cardinality: int, n: int, per_replica_input: bool) -> int | None:
+    """Steps a dataset of ``cardinality`` batches gives (None if TensorFlow cannot tell)."""
+    if cardinality < 0:
+        return None
+    return math.ceil(cardinality / n) if per_replica_input else cardinality
+
+
+def _per_replica(strategy, element):
+    import tensorflow as tf
+
+    parts = []
+    for value in strategy.experimental_local_results(element):
+        ids_tensor, _ = _id_spec(value)
+        flat = tf.nest.flatten(value)
+        ids = tuple(int(i) for i in ids_tensor.numpy().tolist())
+        shapes = tuple(tuple(t.shape.as_list()) for t in flat)
+        parts.append((ids, shapes, short_device(ids_tensor.device)))
+    return parts
+
+
+def _status(size: int, per_replica_batch: int | None) -> str:
+    if size == 0:
+        return EMPTY
+    if per_replica_batch and size < per_replica_batch:
+        return PARTIAL
+    return FULL
+
+
+def _ids(ids: tuple[int, ...]) -> str:
+    if len(ids) <= _SHOWN_IDS:
+        return "[" + ", ".join(map(str, ids)) + "]"
+    return "[" + ", ".join(map(str, ids[:3])) + ", ..., " + ", ".join(map(str, ids[-2:])) + "]"
+
+
+# ---------------------------------------------------------------- explaining
+
+
+def _steps_text(steps: list[int]) -> str:
+    return ("step " if len(steps) == 1 else "steps ") + ", ".join(map(str, steps))
+
+
+def _warnings(p: InputPreview, per_replica_input: bool) -> tuple[str, ...]:
+    out = []
+    n = p.num_replicas
+    if not per_replica_input and p.divisible is False:
+        sizes = [b.size for b in p.batches if b.step == p.batches[0].step]
+        good = (p.global_batch // n + 1) * n
+        out.append(
+            f"the global batch of {p.global_batch} examples does not divide by {n} replicas, "
+            f"so every full step is split unevenly ({', '.join(map(str, sizes))}) and some "
+            f"replicas wait for others. Batch by a multiple of {n}, e.g. {good} = "
+            f"per-replica batch x strategy.num_replicas_in_sync."
+        )
+    steps_by_status: dict[str, list[int]] = {PARTIAL: [], EMPTY: []}
+    for step, ids in p.ids_by_step().items():
+        size = sum(len(i) for i in ids)
+        full = p.global_batch or 0
+        if size < full:
+            steps_by_status[PARTIAL].append(step)
+    if steps_by_status[PARTIAL]:
+        step = steps_by_status[PARTIAL][-1]
+        size = sum(len(i) for i in p.ids_by_step()[step])
+        if per_replica_input:
+            fix = (
+                f"In the dataset function, batch with drop_remainder=True, or {_REPEAT} "
+                "(repeat before batching)."
+            )
+        else:
+            fix = f"Use {_DROP}, or {_REPEAT}."
+        out.append(
+            f"a partial global batch at {_steps_text(steps_by_status[PARTIAL])}: {size} of "
+            f"{p.global_batch} examples. The dataset does not hold a whole number of global "
+            f"batches, so its last step is short. {fix}"
+        )
+    empty_steps = sorted({b.step for b in p.empty})
+    if empty_steps:
+        replicas = sorted({b.replica for b in p.empty})
+        if per_replica_input:
+            fix = (
+                "Give every step one full batch per replica: batch with drop_remainder=True "
+                "and repeat() the dataset, so it never runs out in the middle of a step."
+            )
+        elif p.divisible is False:
+            fix = f"Batch by a multiple of {n} replicas, and avoid a short last batch."
+        else:
+            fix = f"Avoid the short last batch: {_DROP}, or {_REPEAT}."
+        out.append(
+            f"EMPTY per-replica batches at {_steps_text(empty_steps)} (replica"
+            f"{'s' if len(replicas) > 1 else ''} {', '.join(map(str, replicas))}): those "
+            "replicas still run the step, with zero examples, and anything divided by their "
+            f"batch size, such as a per-replica mean loss, becomes NaN. {fix}"
+        )
+    return tuple(out)
+
+
+def _notes(p: InputPreview, per_replica_input: bool, no_batch_found: bool, steps: int):
+    notes = []
+    if per_replica_input:
+        notes.append(
+            "distribute_datasets_from_function: each batch of the function's dataset goes "
+            "whole to one replica, in turn; TensorFlow does not rebatch it, and does not "
+            "auto-shard it either (shard it yourself with context.input_pipeline_id)."
+        )
+    else:
+        notes.append(
+            "experimental_distribute_dataset: each global batch is split along its first "
+            "dimension into one piece per replica."
+        )
+        if no_batch_found:
+            notes.append(
+                "TensorFlow found no .batch() in this pipeline, so it splits whatever the "
+                "elements' first dimension is; make sure that dimension really is the batch."
+            )
+    if p.total_steps is None and p.batches:
+        notes.append(
+            "The dataset repeats forever or is longer than the preview reads: only the "
+            f"first {steps} step(s) are shown."
+        )
+    policy = p.auto_shard_policy
+    if not per_replica_input:
+        what = AUTO_SHARD_POLICIES.get(policy, "")
+        notes.append(
+            f"Auto-shard policy {policy}: {what} It decides how several workers share the "
+            "input; on one worker, as here, every example still reaches exactly one replica."
+        )
+    return tuple(notes)

@@ -1,0 +1,272 @@
+import pytest
+import tensorflow as tf
+
+import mirrorkit as mk
+from tests.conftest import REPLICAS
+
+AutoShardPolicy = tf.data.experimental.AutoShardPolicy
+
+
+def ids(n, batch, **kwargs):
+    """n examples whose elements are their own ids, batched by ``batch``."""
+    return tf.data.Dataset.range(n).batch(batch, **kwargs)
+
+
+def with_policy(dataset, policy):
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = policy
+    return dataset.with_options(options)
+
+
+def sizes(preview, step):
+    return [b.size for b in preview.batches if b.step == step]
+
+
+def test_even_batches_each_replica_gets_its_slice_in_order(strategy):
+    preview = mk.preview_input(strategy, ids(4 * REPLICAS * 3, 4 * REPLICAS), steps=2)
+    assert preview.method == "experimental_distribute_dataset"
+    assert (preview.num_replicas, preview.global_batch, preview.per_replica_batch) == (
+        REPLICAS,
+        4 * REPLICAS,
+        4,
+    )
+    assert preview.divisible and preview.ok and preview.warnings == ()
+    assert preview.total_steps == 3
+    # Steps 0 and 1, then the last step (2) read to the end of the dataset.
+    assert sorted(preview.ids_by_step()) == [0, 1, 2]
+    step0 = preview.ids_by_step()[0]
+    assert step0 == [tuple(range(4 * r, 4 * r + 4)) for r in range(REPLICAS)]
+    assert [b.device for b in preview.batches[:REPLICAS]] == [f"CPU:{r}" for r in range(REPLICAS)]
+    assert {b.status for b in preview.batches} == {"full"}
+    assert {b.shapes for b in preview.batches} == {((4,),)}
+    text = str(preview)
+    assert f"global batch {4 * REPLICAS} over {REPLICAS} replicas = 4 per replica" in text
+    assert "WARNING" not in text
+    assert "<table>" in preview._repr_html_()
+
+
+def test_every_example_arrives_exactly_once(strategy):
+    preview = mk.preview_input(strategy, ids(40, 8), steps=5)
+    seen = [i for b in preview.batches for i in b.ids]
+    assert sorted(seen) == list(range(40))
+
+
+def test_non_divisible_global_batch_is_split_unevenly_and_warned(strategy):
+    global_batch = 2 * REPLICAS + 2  # 10 with four replicas
+    preview = mk.preview_input(strategy, ids(2 * global_batch, global_batch))
+    assert preview.divisible is False
+    # TF 2.21 with the default AUTO policy: pieces of ceil(10 / 4) = 3, the rest last.
+    assert sizes(preview, 0) == [3, 3, 3, 1]
+    assert [b.status for b in preview.batches[:REPLICAS]] == ["full"] * 3 + ["partial"]
+    assert len(preview.warnings) == 1
+    warning = preview.warnings[0]
+    assert f"global batch of {global_batch} examples does not divide by {REPLICAS}" in warning
+    assert "(3, 3, 3, 1)" in warning and f"e.g. {3 * REPLICAS}" in warning
+    assert "does NOT divide evenly" in str(preview)
+
+
+def test_non_divisible_global_batch_can_leave_a_replica_empty(strategy):
+    preview = mk.preview_input(strategy, ids(REPLICAS + 1, REPLICAS + 1), steps=1)
+    assert sizes(preview, 0) == [2, 2, 1, 0]
+    assert [b.replica for b in preview.empty] == [3]
+    assert any("EMPTY per-replica batches at step 0 (replica 3)" in w for w in preview.warnings)
+
+
+def test_partial_last_batch_and_empty_replicas(strategy):
+    preview = mk.preview_input(strategy, ids(18, 8), steps=1)
+    assert preview.total_steps == 3
+    assert sorted(preview.ids_by_step()) == [0, 2]  # step 1 is skipped, the last is shown
+    assert preview.ids_by_step()[2] == [(16,), (17,), (), ()]
+    assert [b.status for b in preview.batches if b.step == 2] == [
+        "partial",
+        "partial",
+        "EMPTY",
+        "EMPTY",
+    ]
+    assert [b.shapes for b in preview.empty] == [((0,),), ((0,),)]
+    partial, empty = preview.warnings
+    assert "partial global batch at step 2: 2 of 8 examples" in partial
+    assert "drop_remainder=True" in partial and "steps_per_epoch" in partial
+    assert "EMPTY per-replica batches at step 2 (replicas 2, 3)" in empty
+    assert "NaN" in empty
+    assert "\n...\n" in str(preview)
+    assert "color:#cf222e" in preview._repr_html_()
+
+
+def test_empty_replica_batch_really_gives_nan_mean():
+    # The claim in the warning: a mean over a replica's empty batch is NaN.
+    assert tf.math.is_nan(tf.reduce_mean(tf.zeros([0])))
+
+
+def test_drop_remainder_and_repeat_fix_the_last_batch(strategy):
+    dropped = mk.preview_input(strategy, ids(18, 8, drop_remainder=True))
+    assert dropped.ok and dropped.total_steps == 2
+    repeated = mk.preview_input(strategy, tf.data.Dataset.range(18).repeat().batch(8), steps=4)
+    assert repeated.ok and repeated.total_steps is None
+    assert len(repeated.ids_by_step()) == 4
+    assert "repeats forever" in str(repeated)
+
+
+def test_dict_elements_with_id_key_and_features(strategy):
+    dataset = (
+        tf.data.Dataset.range(8)
+        .map(lambda i: {"id": i * 10, "x": tf.fill([3], tf.cast(i, tf.float32))})
+        .batch(8)
+    )
+    preview = mk.preview_input(strategy, dataset, steps=1)
+    assert preview.batches[1].ids == (20, 30)
+    assert preview.batches[1].shapes == ((2,), (2, 3))  # tf.nest order: "id", then "x"
+
+
+def test_enumerate_adds_ids_as_first_component(strategy):
+    dataset = tf.data.Dataset.from_tensor_slices(tf.zeros((8, 5))).enumerate().batch(8)
+    preview = mk.preview_input(strategy, dataset, steps=1)
+    assert preview.ids_by_step()[0] == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    assert preview.batches[0].shapes == ((2,), (2, 5))
+
+
+def test_dataset_function_with_input_context(strategy):
+    contexts = []
+
+    def make(context):
+        contexts.append(context)
+        per_replica = context.get_per_replica_batch_size(4 * REPLICAS)
+        return tf.data.Dataset.range(18).batch(per_replica)
+
+    preview = mk.preview_input(strategy, make, steps=2)
+    (context,) = contexts
+    assert (context.num_input_pipelines, context.input_pipeline_id) == (1, 0)
+    assert context.num_replicas_in_sync == REPLICAS
+    assert preview.method == "distribute_datasets_from_function"
+    assert (preview.per_replica_batch, preview.global_batch) == (4, 4 * REPLICAS)
+    # Whole batches of the function's dataset go to the replicas in turn.
+    assert preview.ids_by_step()[0] == [tuple(range(4 * r, 4 * r + 4)) for r in range(4)]
+    assert preview.total_steps == 2
+    assert preview.ids_by_step()[1] == [(16, 17), (), (), ()]
+    assert "not applied to a dataset function" in str(preview)
+    assert len(preview.warnings) == 2 and "drop_remainder=True" in preview.warnings[0]
+
+
+def test_input_options_fetch_to_device(strategy):
+    options = tf.distribute.InputOptions(experimental_fetch_to_device=False)
+    preview = mk.preview_input(strategy, ids(8, 8), steps=1, input_options=options)
+    assert preview.fetch_to_device is False
+    assert {b.device for b in preview.batches} == {"CPU:0"}  # left on the host
+    on_device = mk.preview_input(strategy, ids(8, 8), steps=1)
+    assert on_device.fetch_to_device is True
+    assert len({b.device for b in on_device.batches}) == REPLICAS
+
+
+@pytest.mark.parametrize(
+    ("policy", "split"),
+    [
+        (AutoShardPolicy.AUTO, [3, 3, 3, 1]),
+        (AutoShardPolicy.DATA, [3, 3, 3, 1]),
+        (AutoShardPolicy.OFF, [3, 3, 2, 2]),
+        (AutoShardPolicy.FILE, [3, 3, 2, 2]),
+    ],
+)
+def test_auto_shard_policy_is_reported_and_shards_nothing_on_one_worker(strategy, policy, split):
+    if REPLICAS != 4:
+        pytest.skip("the splits below are TF 2.21's for four replicas")
+    preview = mk.preview_input(strategy, with_policy(ids(20, 10), policy))
+    assert preview.auto_shard_policy == policy.name
+    assert f"auto-shard policy: {policy.name}" in str(preview)
+    assert policy.name in mk.AUTO_SHARD_POLICIES
+    assert sorted(i for b in preview.batches for i in b.ids) == list(range(20))
+    # What TF 2.21 really does on one worker: the policy changes how a global batch is
+    # split among the replicas (AUTO and DATA take TF's legacy rebatch), not which
+    # examples arrive.
+    assert sizes(preview, 0) == split
+
+
+def test_default_policy_is_auto(strategy):
+    preview = mk.preview_input(strategy, ids(8, 8), steps=1)
+    assert preview.auto_shard_policy == "AUTO"
+    assert "on one worker, as here, every example still reaches exactly one replica" in str(preview)
+
+
+@pytest.mark.parametrize(
+    ("source", "error", "message"),
+    [
+        (tf.data.Dataset.range(8), ValueError, "the dataset is not batched"),
+        (tf.data.Dataset.range(8).enumerate(), ValueError, "first component of each element"),
+        (
+            tf.data.Dataset.from_tensor_slices(["a", "b"]).batch(2),
+            TypeError,
+            "has no integer ids.*dtype=tf.string",
+        ),
+        (
+            tf.data.Dataset.from_tensor_slices(tf.zeros((4, 3))).batch(2),
+            TypeError,
+            "dataset.enumerate\\(\\) before .batch",
+        ),
+        (
+            tf.data.Dataset.from_tensor_slices({"x": tf.zeros(4)}).batch(2),
+            TypeError,
+            "has no ids",
+        ),
+        (
+            tf.data.Dataset.from_tensor_slices(tf.zeros((4, 3), tf.int64)).batch(2),
+            TypeError,
+            "ids of shape \\(None, 3\\)",
+        ),
+        ([0, 1, 2], TypeError, "expected a tf.data.Dataset, or a function"),
+        (lambda context: [0, 1], TypeError, "returned list, not a tf.data.Dataset"),
+        (lambda: tf.data.Dataset.range(4).batch(1), TypeError, "exactly one argument"),
+        (lambda context: tf.data.Dataset.range(4), ValueError, "get_per_replica_batch_size"),
+    ],
+    ids=[
+        "unbatched",
+        "unbatched-tuple",
+        "strings",
+        "float-features",
+        "dict-without-id",
+        "2d-ids",
+        "not-a-dataset",
+        "fn-returns-list",
+        "fn-without-argument",
+        "fn-unbatched",
+    ],
+)
+def test_bad_inputs_give_clear_errors(strategy, source, error, message):
+    with pytest.raises(error, match=message):
+        mk.preview_input(strategy, source)
+
+
+def test_bad_arguments(strategy):
+    dataset = ids(8, 4)
+    with pytest.raises(ValueError, match="steps must be at least 1, got 0"):
+        mk.preview_input(strategy, dataset, steps=0)
+    with pytest.raises(TypeError, match="steps must be an int"):
+        mk.preview_input(strategy, dataset, steps=2.0)
+    with pytest.raises(TypeError, match="input_options must be a tf.distribute.InputOptions"):
+        mk.preview_input(strategy, dataset, input_options={"fetch": False})
+    with pytest.raises(TypeError, match="expected a tf.distribute.Strategy"):
+        mk.preview_input("mirrored", dataset)
+
+
+def test_check_input_pipeline(strategy):
+    assert repr(mk.check_input_pipeline(..., strategy)).startswith("NOT YET: not attempted")
+    good = mk.check_input_pipeline(ids(64, 8 * REPLICAS), strategy, per_replica_batch=8)
+    assert repr(good) == (
+        f"PASS: every replica gets 8 examples at every step (global batch {8 * REPLICAS})."
+    )
+    wrong_size = mk.check_input_pipeline(ids(64, 4 * REPLICAS), strategy, per_replica_batch=8)
+    assert not wrong_size and "each replica gets 4 examples per step, expected 8" in repr(
+        wrong_size
+    )
+    partial = mk.check_input_pipeline(ids(18, 8), strategy)
+    assert not partial and "partial global batch" in partial.message
+    unbatched = mk.check_input_pipeline(tf.data.Dataset.range(8), strategy)
+    assert not unbatched and "not batched" in unbatched.message
+    policy = mk.check_input_pipeline(ids(16, 8), strategy, auto_shard="DATA")
+    assert not policy and "auto-shard policy is AUTO, expected DATA" in policy.message
+    data = with_policy(ids(16, 8), AutoShardPolicy.DATA)
+    assert mk.check_input_pipeline(data, strategy, auto_shard="DATA")
+
+    def per_replica(context):
+        size = context.get_per_replica_batch_size(8 * REPLICAS)
+        return tf.data.Dataset.range(1000).repeat().batch(size, drop_remainder=True)
+
+    assert mk.check_input_pipeline(per_replica, strategy, per_replica_batch=8)
