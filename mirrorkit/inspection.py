@@ -182,7 +182,8 @@ def _flatten(value, prefix: str) -> list[tuple[str, object]]:
     if isinstance(value, Mapping):
         pairs = [(f"{prefix}.{k}" if prefix else str(k), v) for k, v in value.items()]
     elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        pairs = [(f"{prefix}[{i}]", v) for i, v in enumerate(value)]
+        # Keras variables carry a readable path ("train_loss/total"); others get an index.
+        pairs = [(getattr(v, "path", None) or f"{prefix}[{i}]", v) for i, v in enumerate(value)]
     else:
         return [(prefix, value)]
     return [item for name, v in pairs for item in _flatten(v, name)]

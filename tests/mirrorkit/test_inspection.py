@@ -144,3 +144,11 @@ def test_symbolic_tensor_inside_tf_function():
 
     with pytest.raises(ValueError, match="outside tf.function"):
         inside_graph(tf.constant(1.0))
+
+
+def test_keras_variables_in_a_list_are_named_by_path(strategy):
+    with strategy.scope():
+        metric = keras.metrics.Mean(name="train_loss")
+    table = mk.inspect(metric.variables)
+    assert [row.name for row in table.rows][::REPLICAS] == ["train_loss/total", "train_loss/count"]
+    assert {row.kind for row in table.rows} == {"SyncOnReadVariable"}
