@@ -58,7 +58,7 @@ Columns = list[tuple[str, list[str]]]  # (heading, one cell per row)
 
 def text_table(columns: Columns) -> list[str]:
     """Left-aligned columns two spaces apart: the heading line, then one line per row."""
-    widths = [max(len(head), *(len(c) for c in cells)) for head, cells in columns]
+    widths = [max([len(head), *(len(c) for c in cells)]) for head, cells in columns]
     rows = zip(*(cells for _, cells in columns), strict=True)
     lines = ["  ".join(h.ljust(w) for (h, _), w in zip(columns, widths, strict=True))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]

@@ -152,3 +152,10 @@ def test_keras_variables_in_a_list_are_named_by_path(strategy):
     table = mk.inspect(metric.variables)
     assert [row.name for row in table.rows][::REPLICAS] == ["train_loss/total", "train_loss/count"]
     assert {row.kind for row in table.rows} == {"SyncOnReadVariable"}
+
+
+def test_tables_with_no_rows_still_print():
+    from mirrorkit._format import html_table, text_table
+
+    assert text_table([("step", []), ("replica", [])]) == ["step  replica"]
+    assert "<tbody></tbody>" in html_table([("step", [])])

@@ -28,12 +28,16 @@ _EXPORTS = {
     "LiveTrainingView": "mirrorwidgets.live",
     "LiveTrainingHook": "mirrorwidgets.live",
     "LiveTrainingCallback": "mirrorwidgets.live",
+    "BatchSplitView": "mirrorwidgets.batch_split",
+    "LossScaleView": "mirrorwidgets.loss_scale",
 }
 
 __all__ = [
+    "BatchSplitView",
     "LiveTrainingCallback",
     "LiveTrainingHook",
     "LiveTrainingView",
+    "LossScaleView",
     "ReplicaGrid",
     "TopologyDiagram",
     "TopologyView",
@@ -41,7 +45,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from mirrorwidgets.batch_split import BatchSplitView
     from mirrorwidgets.live import LiveTrainingCallback, LiveTrainingHook, LiveTrainingView
+    from mirrorwidgets.loss_scale import LossScaleView
     from mirrorwidgets.replica_grid import ReplicaGrid
     from mirrorwidgets.topology import TopologyDiagram, TopologyView, hierarchical_groups
 

@@ -1,0 +1,114 @@
+"""Read loss-scale records (objects with attributes, or dicts) into one checked form."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+FIELDS = ("step", "loss_scale", "overflow")
+_HINT = (
+    "Each record needs `step`, `loss_scale` and `overflow` (and optionally `loss`), as "
+    "attributes or dict keys, e.g. {'step': 0, 'loss_scale': 32768.0, 'overflow': False, "
+    "'loss': 0.7}."
+)
+
+
+@dataclass(frozen=True)
+class ScaleRecord:
+    """One training step under dynamic loss scaling."""
+
+    step: int
+    loss_scale: float
+    overflow: bool
+    loss: float | None = None
+
+
+def _scalar(value, name: str, where: str) -> np.ndarray:
+    try:
+        array = np.asarray(value)
+    except Exception as error:  # noqa: BLE001 - anything numpy cannot read is a bad field
+        raise TypeError(f"{where}: {name} must be a number, got {type(value).__name__}.") from error
+    if array.size != 1:
+        raise ValueError(f"{where}: {name} must be a single number, got shape {array.shape}.")
+    array = array.reshape(())
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{where}: {name} must be a number, got {type(value).__name__} {value!r}.")
+    return array
+
+
+def _field(record, name: str, where: str, *, required: bool = True):
+    if isinstance(record, Mapping):
+        if name in record:
+            return record[name]
+    elif hasattr(record, name):
+        return getattr(record, name)
+    if required:
+        raise ValueError(f"{where} has no {name!r}. {_HINT}")
+    return None
+
+
+def read_record(record, index: int) -> ScaleRecord:
+    """Check one record and return it as a :class:`ScaleRecord`."""
+    where = f"record {index}"
+    if not _is_record(record):
+        raise TypeError(f"{where} is {type(record).__name__} {record!r}, not a record. {_HINT}")
+    step = _scalar(_field(record, "step", where), "step", where)
+    if step.dtype.kind == "b" or float(step) != int(step):
+        raise TypeError(f"{where}: step must be an integer, got {step.item()!r}.")
+    where = f"{where} (step {int(step)})"
+    scale = float(_scalar(_field(record, "loss_scale", where), "loss_scale", where))
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(
+            f"{where}: loss_scale must be a positive finite number (dynamic loss scales are "
+            f"powers of 2, such as 32768), got {scale!r}."
+        )
+    flag = _scalar(_field(record, "overflow", where), "overflow", where)
+    if flag.dtype.kind != "b" and flag.item() not in (0, 1):
+        raise TypeError(f"{where}: overflow must be True or False, got {flag.item()!r}.")
+    loss = _field(record, "loss", where, required=False)
+    if loss is not None:
+        loss = float(_scalar(loss, "loss", where))  # inf or NaN allowed: overflowing steps
+    return ScaleRecord(int(step), scale, bool(flag), loss)
+
+
+def _is_record(record) -> bool:
+    if isinstance(record, Mapping):
+        return True
+    return any(hasattr(record, name) for name in FIELDS)
+
+
+def read_records(source, what: str) -> tuple[ScaleRecord, ...]:
+    """Records from a sequence of them, or from an object exposing ``.records``."""
+    if not isinstance(source, Mapping) and hasattr(source, "records"):
+        source = source.records
+    if isinstance(source, Mapping) or _is_record(source):
+        raise TypeError(
+            f"{what} takes a sequence of records, got a single {type(source).__name__}; "
+            "wrap it in a list, or add it with append(record)."
+        )
+    if isinstance(source, str | bytes) or not isinstance(source, Iterable):
+        raise TypeError(
+            f"{what} takes a sequence of records (or an object with .records), got "
+            f"{type(source).__name__}. {_HINT}"
+        )
+    records = tuple(read_record(record, i) for i, record in enumerate(source))
+    if not records:
+        raise ValueError(
+            f"{what} got no records, so there is nothing to draw; pass at least one step "
+            "(or create the view without records and append() them as training runs)."
+        )
+    check_order(records)
+    return records
+
+
+def check_order(records: tuple[ScaleRecord, ...]) -> None:
+    """Steps must increase, so that the loss scale can be drawn over them."""
+    for before, after in zip(records, records[1:], strict=False):
+        if after.step <= before.step:
+            raise ValueError(
+                f"steps must increase, but step {after.step} comes after step {before.step}; "
+                "pass the records in training order, one per step."
+            )

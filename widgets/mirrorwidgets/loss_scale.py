@@ -1,0 +1,208 @@
+"""LossScaleView: the dynamic loss scale of mixed-precision training, and its overflow steps."""
+
+from __future__ import annotations
+
+import ipywidgets as w
+import traitlets as t
+
+from mirrorwidgets import _chart
+from mirrorwidgets import _records as rec
+from mirrorwidgets import _render as r
+from mirrorwidgets._snapshot import SnapshotMixin
+
+_SHOWN_OVERFLOWS = 12
+
+
+class LossScaleView(SnapshotMixin, w.VBox):
+    """Draw the dynamic loss scale over training steps, overflow (skipped) steps, and the loss.
+
+    Under a ``mixed_float16`` policy, ``keras.optimizers.LossScaleOptimizer`` multiplies
+    the loss by a scale so that small float16 gradients do not round to zero. When the
+    scaled gradients overflow (inf or NaN) it skips that update and halves the scale;
+    after ``dynamic_growth_steps`` good steps it doubles it. The view draws the scale on
+    a log2 axis, marks overflow steps in red and, when the records carry it, the loss
+    below. The drawing is inline SVG made on the Python side.
+
+    Args:
+        records: A sequence of records, each with ``step``, ``loss_scale``, ``overflow``
+            (a bool) and optionally ``loss``, as attributes or dict keys; or any object
+            with a ``.records`` attribute holding them. ``None`` starts an empty view for
+            :meth:`append`.
+        title: Heading above the chart.
+        **kwargs: Any trait below, or layout options of ``ipywidgets.VBox``.
+
+    Raises:
+        TypeError: If ``records`` is not a sequence of records, or a field is not a number
+            (``overflow``: not a bool).
+        ValueError: If ``records`` is empty, a record lacks a field, a loss scale is not
+            positive and finite, or the steps do not increase.
+
+    Example:
+        >>> from mirrorwidgets import LossScaleView
+        >>> view = LossScaleView([
+        ...     {"step": 0, "loss_scale": 32768.0, "overflow": False, "loss": 0.9},
+        ...     {"step": 1, "loss_scale": 32768.0, "overflow": True, "loss": 0.9},
+        ...     {"step": 2, "loss_scale": 16384.0, "overflow": False, "loss": 0.7},
+        ... ])
+        >>> view.loss_scale, view.overflow_steps
+        (16384.0, (1,))
+        >>> 'class="mw-overflow" data-step="1"' in view.snapshot_html()
+        True
+    """
+
+    title = t.Unicode("Dynamic loss scale", help="Heading above the chart.")
+    show_loss = t.Bool(True, help="Whether the loss is drawn below the scale (if recorded).")
+    max_points = t.Int(
+        1000, help="Most steps drawn; beyond that every k-th step, plus every overflow step."
+    )
+    num_steps = t.Int(0, read_only=True, help="How many records (steps) the view holds.")
+    step = t.Int(None, allow_none=True, read_only=True, help="The last recorded step.")
+    loss_scale = t.Float(
+        None, allow_none=True, read_only=True, help="The loss scale of the last record."
+    )
+    overflow_steps = t.Tuple(read_only=True, help="Steps whose gradients overflowed (skipped).")
+
+    def __init__(self, records=None, *, title: str = "Dynamic loss scale", **kwargs):
+        super().__init__(**kwargs)
+        self.title = title
+        self._records: tuple[rec.ScaleRecord, ...] = ()
+        self._header = w.HTML()
+        self._chart = w.HTML()
+        self._notes = w.HTML()
+        self.children = [self._header, self._chart, self._notes]
+        try:
+            if records is None:
+                self._redraw()
+            else:
+                self.update(records)
+        except Exception:
+            self.close()  # no half-built widget left behind
+            raise
+        self.observe(self._redraw, names=["title", "show_loss", "max_points"])
+
+    @t.validate("max_points")
+    def _at_least_two(self, proposal):
+        if proposal["value"] < 2:
+            raise t.TraitError(f"max_points must be >= 2, got {proposal['value']}.")
+        return proposal["value"]
+
+    @property
+    def records(self) -> tuple:
+        """The records shown, checked: each has ``step``, ``loss_scale``, ``overflow``, ``loss``.
+
+        Example:
+            >>> from mirrorwidgets import LossScaleView
+            >>> view = LossScaleView([{"step": 5, "loss_scale": 8, "overflow": 0}])
+            >>> view.records[0].loss_scale, view.records[0].overflow, view.records[0].loss
+            (8.0, False, None)
+        """
+        return self._records
+
+    def update(self, records) -> None:
+        """Replace every record and redraw.
+
+        Args:
+            records: Same kinds as the constructor takes (not ``None``).
+
+        Raises:
+            TypeError, ValueError: As the constructor raises them.
+
+        Example:
+            >>> from mirrorwidgets import LossScaleView
+            >>> view = LossScaleView([{"step": 0, "loss_scale": 4.0, "overflow": False}])
+            >>> view.update([{"step": 0, "loss_scale": 2.0, "overflow": True}])
+            >>> view.num_steps, view.overflow_steps
+            (1, (0,))
+        """
+        self._set(rec.read_records(records, "LossScaleView"))
+
+    def append(self, record) -> None:
+        """Add one step's record (live use: call once per training step) and redraw.
+
+        Args:
+            record: An object with ``step``, ``loss_scale``, ``overflow`` (and optionally
+                ``loss``) attributes, or a dict with those keys; its step must come after
+                the last one.
+
+        Raises:
+            TypeError, ValueError: As for one record of the constructor.
+
+        Example:
+            >>> from mirrorwidgets import LossScaleView
+            >>> view = LossScaleView()
+            >>> view.append({"step": 0, "loss_scale": 1024.0, "overflow": False, "loss": 1.0})
+            >>> view.append({"step": 1, "loss_scale": 1024.0, "overflow": True, "loss": 1e9})
+            >>> view.step, view.overflow_steps
+            (1, (1,))
+        """
+        new = rec.read_record(record, len(self._records))
+        records = (*self._records, new)
+        rec.check_order(records[-2:])
+        self._set(records)
+
+    def snapshot_html(self) -> str:
+        """The view's current state as self-contained HTML (inline SVG, no script).
+
+        Returns:
+            An HTML fragment.
+
+        Example:
+            >>> from mirrorwidgets import LossScaleView
+            >>> "no steps yet" in LossScaleView().snapshot_html()
+            True
+        """
+        inner = self._header_html() + self._chart_html() + self._notes_html()
+        return r.container(inner, "mw-loss-scale mw-snapshot")
+
+    # ------------------------------------------------------------------ drawing
+
+    def _set(self, records: tuple[rec.ScaleRecord, ...]) -> None:
+        self._records = records
+        self.set_trait("num_steps", len(records))
+        self.set_trait("step", records[-1].step)
+        self.set_trait("loss_scale", records[-1].loss_scale)
+        self.set_trait("overflow_steps", tuple(p.step for p in records if p.overflow))
+        self._redraw()
+
+    def _redraw(self, change=None) -> None:
+        self._header.value = self._header_html()
+        self._chart.value = self._chart_html()
+        self._notes.value = self._notes_html()
+
+    def _header_html(self) -> str:
+        bits = [f"<strong>{r.esc(self.title)}</strong>"]
+        if self._records:
+            n = len(self._records)
+            bits.append(f"{n} step{'' if n == 1 else 's'}")
+            scale = self.loss_scale
+            bits.append(f"loss scale now {r.esc(_chart.power_of_two(scale))} = {scale:.6g}")
+            count = len(self.overflow_steps)
+            color = r.RED if count else r.GREEN
+            bits.append(
+                f'<span class="mw-overflows" data-count="{count}" style="color:{color}">'
+                f"{count} overflow{'' if count == 1 else 's'}</span>"
+            )
+            last = self._records[-1]
+            if last.loss is not None:
+                bits.append(f"loss {last.loss:.4g}")
+        return f'<div class="mw-title" style="{r.FONT}">{" &middot; ".join(bits)}</div>'
+
+    def _chart_html(self) -> str:
+        if not self._records:
+            return f'<div style="{r.FONT};color:{r.GREY}">no steps yet</div>'
+        svg = _chart.chart_svg(self._records, show_loss=self.show_loss, max_points=self.max_points)
+        return f"<div>{svg}</div>"
+
+    def _notes_html(self) -> str:
+        steps = self.overflow_steps
+        if not steps:
+            return ""
+        shown = ", ".join(map(str, steps[:_SHOWN_OVERFLOWS]))
+        more = f" and {len(steps) - _SHOWN_OVERFLOWS} more" if len(steps) > _SHOWN_OVERFLOWS else ""
+        return (
+            f'<div class="mw-notes" style="{r.FONT};color:{r.GREY};max-width:520px">'
+            f'<span style="color:{r.RED}">&#9679;</span> overflow (skipped) '
+            f"step{'' if len(steps) == 1 else 's'}: {shown}{more}. The scaled gradients held "
+            "inf or NaN, so LossScaleOptimizer applied no update at those steps and halved "
+            "the loss scale.</div>"
+        )
