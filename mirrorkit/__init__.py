@@ -38,6 +38,15 @@ _EXPORTS = {
     "AUTO_SHARD_POLICIES": "mirrorkit.input_preview",
     "InputPreview": "mirrorkit.input_preview",
     "ReplicaBatch": "mirrorkit.input_preview",
+    "check_step_equivalence": "mirrorkit.equivalence",
+    "check_loss_step": "mirrorkit.checks",
+    "StepEquivalence": "mirrorkit.equivalence",
+    "WeightGradient": "mirrorkit.equivalence",
+    "MIXED_PRECISION_POLICIES": "mirrorkit.mixed_precision",
+    "mixed_precision_policy": "mirrorkit.mixed_precision",
+    "run_loss_scale": "mirrorkit.mixed_precision",
+    "LossScaleHistory": "mirrorkit.mixed_precision",
+    "LossScaleStep": "mirrorkit.mixed_precision",
 }
 
 __all__ = [
@@ -46,19 +55,28 @@ __all__ = [
     "AllReduceUnavailableError",
     "CheckResult",
     "InputPreview",
+    "LossScaleHistory",
+    "LossScaleStep",
+    "MIXED_PRECISION_POLICIES",
     "ReplicaBatch",
     "ReplicaRow",
     "ReplicaSetupError",
     "ReplicaTable",
+    "StepEquivalence",
+    "WeightGradient",
     "check_all_reduced",
     "check_input_pipeline",
+    "check_loss_step",
     "check_mirrored",
     "check_per_replica",
+    "check_step_equivalence",
     "inspect",
     "make_reproducible",
     "make_strategy",
+    "mixed_precision_policy",
     "preview_input",
     "replica_devices",
+    "run_loss_scale",
     "simulate_replicas",
 ]
 
@@ -67,10 +85,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         CheckResult,
         check_all_reduced,
         check_input_pipeline,
+        check_loss_step,
         check_mirrored,
         check_per_replica,
     )
     from mirrorkit.devices import replica_devices, simulate_replicas
+    from mirrorkit.equivalence import StepEquivalence, WeightGradient, check_step_equivalence
     from mirrorkit.errors import AllReduceUnavailableError, ReplicaSetupError
     from mirrorkit.input_preview import (
         AUTO_SHARD_POLICIES,
@@ -79,6 +99,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         preview_input,
     )
     from mirrorkit.inspection import ReplicaRow, ReplicaTable, inspect
+    from mirrorkit.mixed_precision import (
+        MIXED_PRECISION_POLICIES,
+        LossScaleHistory,
+        LossScaleStep,
+        mixed_precision_policy,
+        run_loss_scale,
+    )
     from mirrorkit.reproducibility import make_reproducible
     from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS, make_strategy
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mirrorkit._format import summarize
+from mirrorkit.equivalence import check_step_equivalence
 from mirrorkit.input_preview import preview_input
 from mirrorkit.inspection import MIRRORED, MIRRORED_VALUE, PER_REPLICA, SINGLE, inspect
 
@@ -209,6 +210,43 @@ def check_input_pipeline(
         f"every replica gets {preview.per_replica_batch} examples at every step "
         f"(global batch {preview.global_batch}).",
     )
+
+
+def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> CheckResult:
+    """Check that a custom loop's per-replica loss gives the single-device gradient.
+
+    Runs :func:`mirrorkit.check_step_equivalence` and turns its verdict into a
+    :class:`CheckResult`; on a difference, the message names the likely cause.
+
+    Args:
+        compute_loss: The learner's ``compute_loss(model, x, y)`` (``...``: not attempted).
+        strategy: The strategy the loop runs under.
+        model_fn: A function returning a new, built Keras model.
+        batch: One global batch ``(x, y)`` of NumPy arrays.
+        loss: The per-example loss meant to be minimised, e.g. ``"mse"``.
+
+    Returns:
+        A :class:`CheckResult`.
+
+    Example:
+        >>> import numpy as np, keras, tensorflow as tf
+        >>> import mirrorkit as mk
+        >>> def model_fn():
+        ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> def compute_loss(model, x, y):
+        ...     per_example = keras.losses.mean_squared_error(y, model(x, training=True))
+        ...     return tf.nn.compute_average_loss(per_example, global_batch_size=4)
+        >>> batch = (np.ones((4, 2), "float32"), np.zeros((4, 1), "float32"))
+        >>> mk.check_loss_step(compute_loss, mk.make_strategy(), model_fn, batch).passed
+        True
+    """
+    if compute_loss is Ellipsis:
+        return _TODO
+    try:
+        report = check_step_equivalence(strategy, model_fn, compute_loss, batch, loss=loss)
+    except (TypeError, ValueError) as error:
+        return CheckResult(False, str(error))
+    return CheckResult(report.equivalent, report.message)
 
 
 def _table_or_verdict(value, wanted: str):

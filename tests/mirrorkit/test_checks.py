@@ -81,3 +81,31 @@ def test_check_all_reduced(strategy):
 def test_html_of_a_result():
     assert "<strong>PASS</strong>" in mk.CheckResult(True, "x")._repr_html_()
     assert "&lt;b&gt;" in mk.CheckResult(False, "<b>")._repr_html_()
+
+
+def _model_fn():
+    import keras
+
+    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, name="check_loss_dense")])
+
+
+def test_check_loss_step_passes_the_right_loss_and_names_the_wrong_one(strategy):
+    import keras
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    batch = (rng.normal(size=(8, 3)).astype("float32"), rng.normal(size=(8, 1)).astype("float32"))
+
+    def right(model, x, y):
+        per_example = keras.losses.mean_squared_error(y, model(x, training=True))
+        return tf.nn.compute_average_loss(per_example, global_batch_size=8)
+
+    def local_mean(model, x, y):
+        return tf.reduce_mean(tf.square(y - model(x, training=True)))
+
+    assert mk.check_loss_step(right, strategy, _model_fn, batch)
+    wrong = mk.check_loss_step(local_mean, strategy, _model_fn, batch)
+    assert not wrong and f"{REPLICAS}" in wrong.message
+    assert repr(mk.check_loss_step(..., strategy, _model_fn, batch)).startswith("NOT YET")
+    broken = mk.check_loss_step(lambda model, x, y: None, strategy, _model_fn, batch)
+    assert not broken and "compute_loss" in broken.message

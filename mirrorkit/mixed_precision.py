@@ -1,0 +1,354 @@
+"""Watch dynamic loss scaling at work in a small custom training loop under a strategy.
+
+Under a ``mixed_float16`` policy, layers compute in float16, whose largest value is
+65504 and whose smallest normal one is about 6e-5: small gradients vanish. Keras 3's
+``keras.optimizers.LossScaleOptimizer`` multiplies the loss by a *loss scale* before
+the gradient is taken (``optimizer.scale_loss(loss)``) and divides the gradients by it
+before applying them (inside ``apply_gradients``). The scale is dynamic:
+
+- if any gradient is ``inf`` or ``nan`` (an overflow), the step is skipped (the
+  weights do not change) and the scale is halved;
+- after ``dynamic_growth_steps`` steps in a row with finite gradients, it doubles.
+
+(Keras 2's ``get_scaled_loss`` / ``get_unscaled_gradients`` no longer exist.)
+:func:`run_loss_scale` records this step by step; :func:`mixed_precision_policy` sets
+the process-wide Keras policy for a ``with`` block only.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from mirrorkit._format import html_table, number, text_table
+
+#: Policies :func:`run_loss_scale` accepts -> what each one does.
+MIXED_PRECISION_POLICIES: dict[str, str] = {
+    "mixed_float16": (
+        "Compute in float16, keep the weights in float32; needs loss scaling, since "
+        "float16 overflows above 65504."
+    ),
+    "mixed_bfloat16": (
+        "Compute in bfloat16, keep the weights in float32; bfloat16 has float32's range, "
+        "so loss scaling is not needed (but does no harm)."
+    ),
+    "float32": "No mixed precision: everything in float32.",
+}
+
+
+@contextmanager
+def mixed_precision_policy(name: str) -> Iterator:
+    """Set Keras's global dtype policy for a ``with`` block, then restore the previous one.
+
+    ``keras.mixed_precision.set_global_policy`` changes the whole process: every
+    layer built afterwards computes in the new dtype. This context manager restores
+    the previous policy on leaving the block, even after an error.
+
+    Args:
+        name: A Keras policy name such as ``"mixed_float16"``, ``"mixed_bfloat16"`` or
+            ``"float32"``.
+
+    Yields:
+        The ``keras.mixed_precision.DTypePolicy`` in effect inside the block.
+
+    Raises:
+        ValueError: If ``name`` is not a policy Keras knows.
+
+    Example:
+        >>> import keras
+        >>> import mirrorkit as mk
+        >>> with mk.mixed_precision_policy("mixed_float16") as policy:
+        ...     policy.compute_dtype, policy.variable_dtype
+        ('float16', 'float32')
+        >>> keras.mixed_precision.global_policy().name
+        'float32'
+    """
+    import keras
+
+    try:
+        policy = keras.mixed_precision.DTypePolicy(name)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"unknown mixed precision policy {name!r}: use 'mixed_float16', "
+            "'mixed_bfloat16' or 'float32'."
+        ) from error
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        yield policy
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
+@dataclass(frozen=True)
+class LossScaleStep:
+    """One training step of :func:`run_loss_scale`.
+
+    Attributes:
+        step: The step, counted from 0.
+        loss: The unscaled loss of the step (summed over replicas), as computed; it
+            includes any forced overflow factor.
+        loss_scale: The loss scale the step used.
+        overflow: Whether some gradient was ``inf`` or ``nan``; the optimizer then
+            skipped the step.
+        weights_changed: Whether the step changed the model's weights.
+        next_scale: The loss scale after the step: halved after an overflow, doubled
+            after ``dynamic_growth_steps`` good steps in a row.
+        grad_norm: The global norm of the unscaled gradients (``inf`` or ``nan`` on
+            overflow).
+
+    Example:
+        >>> from mirrorkit import LossScaleStep
+        >>> LossScaleStep(0, 0.5, 1024.0, True, False, 512.0, float("inf")).overflow
+        True
+    """
+
+    step: int
+    loss: float
+    loss_scale: float
+    overflow: bool
+    weights_changed: bool
+    next_scale: float
+    grad_norm: float
+
+
+@dataclass(frozen=True)
+class LossScaleHistory:
+    """What :func:`run_loss_scale` returns; prints as text and renders as HTML.
+
+    Attributes:
+        policy: The policy the model trained under, e.g. ``"mixed_float16"``.
+        num_replicas: The strategy's ``num_replicas_in_sync``.
+        initial_scale: The optimizer's ``initial_scale``.
+        dynamic_growth_steps: Good steps in a row after which the scale doubles.
+        records: One :class:`LossScaleStep` per step.
+        notes: Sentences that explain the table.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> history = mk.run_loss_scale(mk.make_strategy(), steps=3, overflow_steps=[1],
+        ...                             initial_scale=8.0, dynamic_growth_steps=10)
+        >>> [(r.step, r.loss_scale, r.overflow) for r in history.records]
+        [(0, 8.0, False), (1, 8.0, True), (2, 4.0, False)]
+    """
+
+    policy: str
+    num_replicas: int
+    initial_scale: float
+    dynamic_growth_steps: int
+    records: tuple[LossScaleStep, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def skipped_steps(self) -> tuple[int, ...]:
+        """The steps whose update the optimizer skipped because of an overflow."""
+        return tuple(r.step for r in self.records if r.overflow)
+
+    @property
+    def scales(self) -> tuple[float, ...]:
+        """The loss scale each step used."""
+        return tuple(r.loss_scale for r in self.records)
+
+    def _headline(self) -> str:
+        n = self.num_replicas
+        return (
+            f"loss scaling under {self.policy} on {n} replica{'' if n == 1 else 's'}: "
+            f"initial scale {number(self.initial_scale)}, doubles after "
+            f"{self.dynamic_growth_steps} good steps, halves on overflow"
+        )
+
+    def _columns(self) -> list[tuple[str, list[str]]]:
+        rs = self.records
+        return [
+            ("step", [str(r.step) for r in rs]),
+            ("loss", [_number(r.loss) for r in rs]),
+            ("loss scale", [number(r.loss_scale) for r in rs]),
+            ("overflow", ["YES" if r.overflow else "no" for r in rs]),
+            ("update", ["skipped" if not r.weights_changed else "applied" for r in rs]),
+            ("next scale", [number(r.next_scale) for r in rs]),
+            ("grad norm", [_number(r.grad_norm) for r in rs]),
+        ]
+
+    def __str__(self) -> str:
+        lines = [self._headline(), *text_table(self._columns()), *self.notes]
+        return "\n".join(line.rstrip() for line in lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        def style(head: str, cell: str) -> str:
+            return "color:#cf222e;font-weight:bold" if cell in ("YES", "skipped") else ""
+
+        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
+        return (
+            f"<div><p><strong>{html.escape(self._headline())}</strong></p>"
+            f"{html_table(self._columns(), style)}{notes}</div>"
+        )
+
+
+def run_loss_scale(
+    strategy,
+    *,
+    policy: str = "mixed_float16",
+    steps: int = 6,
+    overflow_steps: Iterable[int] = (2,),
+    initial_scale: float = 2.0**15,
+    dynamic_growth_steps: int = 2,
+    learning_rate: float = 0.01,
+    global_batch: int = 8,
+    seed: int = 0,
+) -> LossScaleHistory:
+    """Train a tiny model for a few steps with a dynamic loss scale; record every step.
+
+    A custom training loop under ``strategy`` and the Keras ``policy``: each replica
+    computes ``tf.nn.compute_average_loss`` of a mean squared error, scales it with
+    ``optimizer.scale_loss(loss)``, takes the gradient of the scaled loss and calls
+    ``optimizer.apply_gradients`` of a ``keras.optimizers.LossScaleOptimizer``
+    wrapping SGD. At each step in ``overflow_steps`` the loss is multiplied by the
+    largest float32 (``3.4e38``), so the scaled loss and its gradients overflow to
+    ``inf``: a deterministic overflow, to watch the step being skipped and the scale
+    halved. The global policy is restored afterwards.
+
+    Args:
+        strategy: A ``tf.distribute.Strategy``, e.g. from :func:`mirrorkit.make_strategy`.
+        policy: One of ``MIXED_PRECISION_POLICIES``: ``"mixed_float16"`` (default),
+            ``"mixed_bfloat16"`` or ``"float32"``.
+        steps: How many steps to train.
+        overflow_steps: The steps (counted from 0) to force an overflow at.
+        initial_scale: The optimizer's first loss scale.
+        dynamic_growth_steps: Good steps in a row after which the scale doubles.
+        learning_rate: SGD's learning rate.
+        global_batch: Examples per step across all replicas.
+        seed: Seed of the data and of the initial weights.
+
+    Returns:
+        A :class:`LossScaleHistory`; its records have the fields ``step``,
+        ``loss_scale`` and ``overflow`` among others.
+
+    Raises:
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``.
+        ValueError: If ``policy`` is not one of ``MIXED_PRECISION_POLICIES``, or a number
+            is out of range.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> history = mk.run_loss_scale(mk.make_strategy(), steps=4, overflow_steps=[],
+        ...                             initial_scale=4.0, dynamic_growth_steps=2)
+        >>> history.scales
+        (4.0, 4.0, 8.0, 8.0)
+    """
+    import keras
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.Strategy):
+        raise TypeError(
+            f"expected a tf.distribute.Strategy, got {type(strategy).__name__}: "
+            "pass the strategy itself, e.g. mk.make_strategy()."
+        )
+    if policy not in MIXED_PRECISION_POLICIES:
+        known = ", ".join(repr(p) for p in MIXED_PRECISION_POLICIES)
+        raise ValueError(f"unknown policy {policy!r}; choose one of {known}.")
+    overflow_steps = frozenset(int(s) for s in overflow_steps)
+    if steps < 1 or dynamic_growth_steps < 1 or global_batch < 1 or initial_scale <= 0:
+        raise ValueError(
+            "steps, dynamic_growth_steps, global_batch and initial_scale must be positive."
+        )
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(global_batch, 4)).astype("float32")
+    y = (x @ rng.normal(size=(4, 1))).astype("float32")
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch).repeat()
+    inputs = iter(strategy.experimental_distribute_dataset(dataset))
+
+    with mixed_precision_policy(policy):
+        keras.utils.set_random_seed(seed)
+        with strategy.scope():
+            model = keras.Sequential(
+                [
+                    keras.Input((4,)),
+                    keras.layers.Dense(8, activation="relu", name="hidden"),
+                    keras.layers.Dense(1, name="output"),
+                    # The output in float32, as the Keras mixed precision guide advises.
+                    keras.layers.Activation("linear", dtype="float32", name="float32_output"),
+                ],
+                name="loss_scale_demo",
+            )
+            optimizer = keras.optimizers.LossScaleOptimizer(
+                keras.optimizers.SGD(learning_rate),
+                initial_scale=initial_scale,
+                dynamic_growth_steps=dynamic_growth_steps,
+            )
+            optimizer.build(model.trainable_variables)
+        per_example_loss = keras.losses.MeanSquaredError(reduction="none")
+
+        def replica_step(x_r, y_r, factor):
+            with tf.GradientTape() as tape:
+                prediction = model(x_r, training=True)
+                loss = tf.nn.compute_average_loss(
+                    per_example_loss(y_r, prediction), global_batch_size=global_batch
+                )
+                loss = loss * factor
+                scaled = optimizer.scale_loss(loss)
+            gradients = tape.gradient(scaled, model.trainable_variables)
+            optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+            return loss, [tf.cast(g, tf.float32) for g in gradients]
+
+        @tf.function
+        def train_step(batch, factor):
+            return strategy.run(replica_step, args=(*batch, factor))
+
+        records = []
+        for step in range(steps):
+            scale = float(optimizer.dynamic_scale.numpy())
+            before = [w.copy() for w in model.get_weights()]
+            factor = tf.constant(
+                np.finfo(np.float32).max if step in overflow_steps else 1.0, tf.float32
+            )
+            loss, gradients = train_step(next(inputs), factor)
+            loss = float(strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None))
+            summed = strategy.reduce(tf.distribute.ReduceOp.SUM, gradients, axis=None)
+            unscaled = [np.asarray(g, np.float64) / scale for g in summed]
+            with np.errstate(over="ignore", invalid="ignore"):
+                norm = float(np.sqrt(sum(np.sum(g * g) for g in unscaled)))
+            overflow = not all(np.all(np.isfinite(g)) for g in unscaled)
+            changed = any(
+                not np.array_equal(a, b) for a, b in zip(before, model.get_weights(), strict=True)
+            )
+            records.append(
+                LossScaleStep(
+                    step=step,
+                    loss=loss,
+                    loss_scale=scale,
+                    overflow=overflow,
+                    weights_changed=changed,
+                    next_scale=float(optimizer.dynamic_scale.numpy()),
+                    grad_norm=norm,
+                )
+            )
+
+    notes = [
+        "loss scale: what optimizer.scale_loss(loss) multiplied the loss by at that step; "
+        "apply_gradients divides the gradients by it again."
+    ]
+    if overflow_steps:
+        notes.append(
+            "At the overflow steps the loss was multiplied by the largest float32 on "
+            "purpose: the gradients became inf or nan, the optimizer skipped the update and "
+            "halved the scale."
+        )
+    return LossScaleHistory(
+        policy=policy,
+        num_replicas=strategy.num_replicas_in_sync,
+        initial_scale=float(initial_scale),
+        dynamic_growth_steps=dynamic_growth_steps,
+        records=tuple(records),
+        notes=tuple(notes),
+    )
+
+
+def _number(x: float) -> str:
+    return number(x) if np.isfinite(x) else str(float(x))

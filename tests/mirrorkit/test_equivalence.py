@@ -1,0 +1,253 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import mirrorkit as mk
+from mirrorkit import equivalence as eq
+
+PER_EXAMPLE = keras.losses.MeanSquaredError(reduction="none")
+KERAS_DEFAULT = keras.losses.MeanSquaredError()  # reduction="sum_over_batch_size"
+KERAS_SUM = keras.losses.MeanSquaredError(reduction="sum")
+
+
+def model_fn(regularized=False):
+    def build():
+        regularizer = keras.regularizers.L2(0.1) if regularized else None
+        return keras.Sequential(
+            [
+                keras.Input((3,)),
+                keras.layers.Dense(
+                    4, activation="tanh", kernel_regularizer=regularizer, name="hidden"
+                ),
+                keras.layers.Dense(1, name="output"),
+            ],
+            name="probe",  # named: automatic names would shift other tests' model names
+        )
+
+    return build
+
+
+def batch(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, 3)).astype("float32"), rng.normal(size=(n, 1)).astype("float32")
+
+
+def right(global_batch):
+    def compute_loss(model, x, y):
+        per_example = PER_EXAMPLE(y, model(x, training=True))
+        loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
+        if model.losses:
+            loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
+        return loss
+
+    return compute_loss
+
+
+def keras_default(model, x, y):
+    return KERAS_DEFAULT(y, model(x, training=True))
+
+
+def check(strategy, compute_loss, n, regularized=False):
+    return mk.check_step_equivalence(
+        strategy, model_fn(regularized), compute_loss, batch(n), loss="mse"
+    )
+
+
+@pytest.fixture(scope="module")
+def strategies(devices, strategy):
+    return {
+        1: mk.make_strategy(devices=devices[:1]),
+        2: mk.make_strategy(devices=devices[:2]),
+        4: strategy,
+    }
+
+
+@pytest.mark.parametrize("replicas", [1, 2, 4])
+def test_accepts_right_steps(strategies, replicas):
+    s = strategies[replicas]
+    for compute_loss, n, regularized in [
+        (right(10), 10, True),  # uneven at 4 replicas: 3, 3, 3, 1
+        (keras_default, 8, False),  # equal batches: Keras's own / num_replicas is right
+    ]:
+        report = check(s, compute_loss, n, regularized)
+        assert report.equivalent, str(report)
+        assert report.cause == eq.RIGHT
+        assert f"rtol {report.rtol:g}" in report.message
+        assert report.gradient_ratio == pytest.approx(1.0, rel=1e-4)
+        assert report.loss == pytest.approx(report.reference_loss, rel=1e-4)
+        assert sum(report.replica_batches) == n
+
+
+def test_report_renders_as_text_and_html(strategy):
+    report = check(strategy, right(10), 10)
+    assert report.replica_batches == (3, 3, 3, 1)
+    text = str(report)
+    assert text.startswith("step equivalence: EQUIVALENT")
+    assert "3, 3, 3, 1 examples" in text and "kernel" in text
+    assert "<table>" in report._repr_html_()
+    assert repr(report) == text and bool(report)
+
+
+def test_default_keras_loss_with_uneven_last_batch_is_flagged(strategy):
+    report = check(strategy, keras_default, 10)
+    assert not report.equivalent
+    assert report.cause == eq.KERAS_DEFAULT_UNEVEN
+    # Each example weighs 10 / (4 * local batch) of what it should: 5/6 and 5/2.
+    assert report.example_weights == pytest.approx([10 / 12] * 3 + [2.5], rel=1e-3)
+    assert "'sum_over_batch_size'" in report.message and "3, 3, 3, 1" in report.message
+    assert "global_batch_size=GLOBAL_BATCH" in report.message
+    assert "averages the replicas' mean losses" in " ".join(report.notes)
+
+
+def test_compute_average_loss_without_global_batch_is_flagged_when_uneven(strategy):
+    def no_global(model, x, y):
+        return tf.nn.compute_average_loss(PER_EXAMPLE(y, model(x, training=True)))
+
+    assert check(strategy, no_global, 8).equivalent
+    assert check(strategy, no_global, 10).cause == eq.KERAS_DEFAULT_UNEVEN
+
+
+def test_empty_replicas(strategy):
+    right_report = check(strategy, right(2), 2)
+    assert right_report.replica_batches == (1, 1, 0, 0)
+    assert right_report.equivalent
+    assert "Replicas 2, 3 received no example" in right_report.notes[0]
+    wrong = check(strategy, keras_default, 2)
+    assert wrong.cause == eq.KERAS_DEFAULT_UNEVEN
+    assert wrong.gradient_ratio == pytest.approx(0.5, rel=1e-3)
+    assert any("empty tensor of shape (0,)" in note for note in wrong.notes)
+
+
+def test_plain_local_mean_is_n_times_too_big(strategy):
+    def plain_mean(model, x, y):
+        return tf.reduce_mean(tf.square(y - model(x, training=True)))
+
+    report = check(strategy, plain_mean, 8)
+    assert report.cause == eq.LOCAL_MEAN
+    assert report.gradient_ratio == pytest.approx(4.0, rel=1e-3)
+    assert "SUMS the 4 replicas' gradients" in report.message
+    assert report.loss == pytest.approx(4 * report.reference_loss, rel=1e-4)
+
+
+def test_keras_loss_divided_again_is_scaled_twice(strategy):
+    def twice(model, x, y):
+        return KERAS_DEFAULT(y, model(x, training=True)) / strategy.num_replicas_in_sync
+
+    report = check(strategy, twice, 8)
+    assert report.cause == eq.SCALED_TWICE
+    assert report.gradient_ratio == pytest.approx(0.25, rel=1e-3)
+    assert "already divides by num_replicas_in_sync" in report.message
+
+
+def test_compute_average_loss_divided_again_is_scaled_twice(strategy):
+    def twice(model, x, y):
+        return right(10)(model, x, y) / 4
+
+    report = check(strategy, twice, 10)
+    assert report.cause == eq.SCALED_TWICE
+    assert report.gradient_ratio == pytest.approx(0.25, rel=1e-3)
+
+
+def test_sum_reduction(strategy):
+    def summed(model, x, y):
+        return KERAS_SUM(y, model(x, training=True))
+
+    def summed_over_replicas(model, x, y):
+        return KERAS_SUM(y, model(x, training=True)) / 4
+
+    report = check(strategy, summed, 8)
+    assert report.cause == eq.SUM_REDUCTION
+    assert report.gradient_ratio == pytest.approx(8.0, rel=1e-3)  # x global batch
+    report = check(strategy, summed_over_replicas, 8)
+    assert report.cause == eq.SUM_REDUCTION
+    assert report.gradient_ratio == pytest.approx(2.0, rel=1e-3)  # x per-replica batch
+
+
+def test_negated_loss(strategy):
+    report = check(strategy, lambda m, x, y: -right(8)(m, x, y), 8)
+    assert report.cause == eq.NEGATED
+    assert report.gradient_ratio == pytest.approx(-1.0, rel=1e-3)
+
+
+def test_regularization_not_scaled_by_replicas(strategy):
+    def unscaled(model, x, y):
+        per_example = PER_EXAMPLE(y, model(x, training=True))
+        return tf.nn.compute_average_loss(per_example, global_batch_size=8) + tf.add_n(model.losses)
+
+    report = check(strategy, unscaled, 8, regularized=True)
+    assert report.cause == eq.REGULARIZATION_UNSCALED
+    assert report.regularization_weight == pytest.approx(4.0, rel=1e-3)
+    assert report.example_weights == pytest.approx([1.0] * 4, rel=1e-3)
+    assert "counts it 4 times" in report.message
+
+
+def test_regularization_missing(strategy):
+    report = check(strategy, lambda m, x, y: right(8)(m, x, y) * 0 + _data_only(m, x, y), 8, True)
+    assert report.cause == eq.REGULARIZATION_MISSING
+    assert report.regularization_weight == pytest.approx(0.0, abs=1e-3)
+
+
+def _data_only(model, x, y):
+    per_example = PER_EXAMPLE(y, model(x, training=True))
+    return tf.nn.compute_average_loss(per_example, global_batch_size=8)
+
+
+def test_a_different_loss_is_not_a_rescaling(strategy):
+    def absolute(model, x, y):
+        per_example = keras.losses.mean_absolute_error(y, model(x, training=True))
+        return tf.nn.compute_average_loss(per_example, global_batch_size=8)
+
+    report = check(strategy, absolute, 8)
+    assert report.cause == eq.OTHER
+    assert "not a rescaling" in report.message
+
+
+def test_keras_loss_is_divided_by_replicas_in_cross_replica_context_too(strategy):
+    y, prediction = tf.ones((4, 1)), tf.zeros((4, 1))
+    assert float(KERAS_DEFAULT(y, prediction)) == 1.0
+    with strategy.scope():
+        assert float(KERAS_DEFAULT(y, prediction)) == pytest.approx(0.25)
+    per_replica = strategy.run(lambda: KERAS_DEFAULT(y, prediction))
+    assert [float(v) for v in strategy.experimental_local_results(per_replica)] == [0.25] * 4
+
+
+def test_reference_loss_accepts_loss_objects_and_functions(strategy):
+    for loss in (keras.losses.MeanSquaredError(), lambda t, p: tf.reduce_mean((t - p) ** 2, -1)):
+        report = mk.check_step_equivalence(strategy, model_fn(), right(8), batch(8), loss=loss)
+        assert report.equivalent
+
+
+def test_bad_inputs_say_what_to_do(strategy):
+    good = (model_fn(), right(8), batch(8))
+    with pytest.raises(TypeError, match=r"mk\.make_strategy\(\)"):
+        mk.check_step_equivalence("mirrored", *good, loss="mse")
+    with pytest.raises(TypeError, match=r"end it with `return loss`"):
+        mk.check_step_equivalence(strategy, model_fn(), lambda m, x, y: None, batch(8), loss="mse")
+    with pytest.raises(TypeError, match="return only the loss"):
+        mk.check_step_equivalence(
+            strategy, model_fn(), lambda m, x, y: (right(8)(m, x, y), 1), batch(8), loss="mse"
+        )
+    with pytest.raises(ValueError, match="not a scalar"):
+        mk.check_step_equivalence(
+            strategy, model_fn(), lambda m, x, y: PER_EXAMPLE(y, m(x)), batch(8), loss="mse"
+        )
+    with pytest.raises(ValueError, match="does not depend on the model's weights"):
+        mk.check_step_equivalence(
+            strategy, model_fn(), lambda m, x, y: tf.reduce_sum(y), batch(8), loss="mse"
+        )
+    with pytest.raises(TypeError, match=r"one global batch \(x, y\).*got a ndarray"):
+        mk.check_step_equivalence(strategy, model_fn(), right(8), batch(8)[0], loss="mse")
+    with pytest.raises(TypeError, match="got a tuple of 3 items"):
+        mk.check_step_equivalence(strategy, model_fn(), right(8), (*batch(8), 1), loss="mse")
+    x, y = batch(8)
+    with pytest.raises(ValueError, match=r"x has 8 examples but y has 6.*\(x\[:6\], y\[:6\]\)"):
+        mk.check_step_equivalence(strategy, model_fn(), right(8), (x, y[:6]), loss="mse")
+    with pytest.raises(TypeError, match="end it with `return model`"):
+        mk.check_step_equivalence(strategy, lambda: None, right(8), batch(8), loss="mse")
+    with pytest.raises(TypeError, match="builds a NEW model, not a model"):
+        mk.check_step_equivalence(strategy, model_fn()(), right(8), batch(8), loss="mse")
+    with pytest.raises(ValueError, match="unknown Keras loss 'msee'"):
+        mk.check_step_equivalence(strategy, *good, loss="msee")
+    with strategy.scope(), pytest.raises(RuntimeError, match="outside `with strategy.scope"):
+        mk.check_step_equivalence(strategy, *good, loss="mse")
