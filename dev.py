@@ -204,12 +204,15 @@ def notebook_client(nb, *, timeout: int, cwd: Path):
         )
 
 
-def execute_chapters() -> None:
-    """Run every chapter top to bottom and store its outputs in the .ipynb."""
+def execute_chapters(*files: str) -> None:
+    """Run chapters top to bottom (all, or those named) and store their outputs in the .ipynb."""
     import nbformat
 
     manifest = load_manifest()
-    for chapter in manifest["chapters"]:
+    chosen = [c for c in manifest["chapters"] if not files or c["file"] in files]
+    if files and len(chosen) != len(set(files)):
+        raise SystemExit(f"[dev] not all of {files} are chapters in {MANIFEST.name}")
+    for chapter in chosen:
         path = chapter["path"]
         nb = nbformat.read(path, as_version=4)
         cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
@@ -298,6 +301,9 @@ TASKS = {
 def main(argv: list[str]) -> None:
     command = argv[1] if len(argv) > 1 else "help"
     start = time.perf_counter()
+    if command == "_execute":  # internal; accepts chapter file names
+        execute_chapters(*argv[2:])
+        return
     if command in TASKS:
         TASKS[command]()
         return
