@@ -31,7 +31,7 @@ def test_run_all_twice_then_solutions_pass(chapter):
         for _ in range(2):
             for index, cell in code:
                 client.execute_cell(cell, index)  # raises CellExecutionError on failure
-        checks = [c for _, c in code if "mk.check_" in c.source]
+        checks = [c for _, c in code if "exercise-check" in c.metadata.get("tags", [])]
         answer = nbformat.v4.new_code_cell(solutions(nb))
         nb.cells.append(answer)
         client.execute_cell(answer, len(nb.cells) - 1)
@@ -39,5 +39,5 @@ def test_run_all_twice_then_solutions_pass(chapter):
         for cell in checks:
             client.execute_cell(cell, 0)
             verdicts.append(cell.outputs[-1]["data"]["text/plain"])
-    assert len(verdicts) == 3
+    assert len(verdicts) >= 2, "each chapter ends with exercises and their checks"
     assert all(v.startswith("PASS") for v in verdicts), verdicts
