@@ -47,11 +47,19 @@ _EXPORTS = {
     "run_loss_scale": "mirrorkit.mixed_precision",
     "LossScaleHistory": "mirrorkit.mixed_precision",
     "LossScaleStep": "mirrorkit.mixed_precision",
+    "AllReduceBenchmark": "mirrorkit.allreduce",
+    "AllReduceRecord": "mirrorkit.allreduce",
+    "available_algorithms": "mirrorkit.allreduce",
+    "benchmark_all_reduce": "mirrorkit.allreduce",
+    "bus_bandwidth": "mirrorkit.allreduce",
+    "measure_copy_bandwidth": "mirrorkit.allreduce",
 }
 
 __all__ = [
     "ALL_REDUCE_ALGORITHMS",
     "AUTO_SHARD_POLICIES",
+    "AllReduceBenchmark",
+    "AllReduceRecord",
     "AllReduceUnavailableError",
     "CheckResult",
     "InputPreview",
@@ -64,6 +72,9 @@ __all__ = [
     "ReplicaTable",
     "StepEquivalence",
     "WeightGradient",
+    "available_algorithms",
+    "benchmark_all_reduce",
+    "bus_bandwidth",
     "check_all_reduced",
     "check_input_pipeline",
     "check_loss_step",
@@ -73,6 +84,7 @@ __all__ = [
     "inspect",
     "make_reproducible",
     "make_strategy",
+    "measure_copy_bandwidth",
     "mixed_precision_policy",
     "preview_input",
     "replica_devices",
@@ -81,6 +93,14 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from mirrorkit.allreduce import (
+        AllReduceBenchmark,
+        AllReduceRecord,
+        available_algorithms,
+        benchmark_all_reduce,
+        bus_bandwidth,
+        measure_copy_bandwidth,
+    )
     from mirrorkit.checks import (
         CheckResult,
         check_all_reduced,

@@ -67,10 +67,10 @@ def test_sync_on_read_variable_explains_its_aggregation(strategy):
 
 def test_keras_model_weights_under_strategy(strategy, seeded):
     with strategy.scope():
-        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="d")], name="m")
     table = mk.inspect(model)
-    assert table.title == "Keras model 'sequential': 2 weights, MirroredVariable"
-    assert [row.name for row in table.rows] == ["sequential/dense/kernel", "sequential/dense/bias"]
+    assert table.title == "Keras model 'm': 2 weights, MirroredVariable"
+    assert [row.name for row in table.rows] == ["m/d/kernel", "m/d/bias"]
     assert table.rows[0].device == ", ".join(f"CPU:{i}" for i in range(REPLICAS))
     assert table.rows[0].shape == (3, 2)
     assert table.in_sync is True
