@@ -101,7 +101,8 @@ def main() -> None:
     cost = statistics.median(costs)
     print(
         f"one update (probe + grid + plot every 2 s) costs {cost * 1000:.1f} ms, so the 5% "
-        f"budget allows {min(0.05 / cost, 10):.1f} updates/s (min_interval caps it at 10/s)"
+        f"budget allows {0.05 / cost:.1f} updates/s (the default min_interval caps it at "
+        f"{1 / LiveTrainingHook().throttle.min_interval:.1f}/s)"
     )
 
     custom_loop(strategy, model, x, y, args.seconds)

@@ -43,11 +43,30 @@ def test_throttle_keeps_interval_and_budget():
     clock.now += 0.05
     assert not throttle.due()  # too soon
     clock.now += 0.06
-    assert not throttle.due()  # 10 ms of 120 ms elapsed is over 5%
-    clock.now = 0.2
-    assert throttle.due()  # 10 ms of 200 ms is exactly 5%
+    assert not throttle.due()  # 10 ms spent + 10 ms to come is over 5% of 120 ms
+    clock.now = 0.39
+    assert not throttle.due()
+    clock.now = 0.4
+    assert throttle.due()  # 10 + 10 ms of 400 ms is exactly 5%
     assert throttle.updates == 1
-    assert throttle.overhead == pytest.approx(0.05)
+    assert throttle.overhead == pytest.approx(0.025)
+
+
+def test_one_expensive_update_cannot_carry_the_total_over_budget():
+    clock = FakeClock()
+    throttle = Throttle(min_interval=0.0, budget=0.05, clock=clock)
+    costs = iter([0.001] * 20 + [0.2] + [0.001] * 10_000)  # one 200 ms plot redraw
+    worst = 0.0
+    for _ in range(20_000):  # steps of 2 ms
+        if throttle.due():
+            throttle.begin()
+            clock.now += next(costs)
+            throttle.end()
+            if throttle.updates > 21:  # the overshoot of the expensive update itself is paid off
+                worst = max(worst, throttle.overhead)
+        clock.now += 0.002
+    assert throttle.updates > 21
+    assert worst <= 0.05 + 1e-9
 
 
 def test_fast_steps_get_ten_updates_per_second_when_updates_are_cheap():

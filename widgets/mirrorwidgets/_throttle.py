@@ -20,6 +20,7 @@ class Throttle:
         self.start: float | None = None
         self.last = -float("inf")
         self.spent = 0.0
+        self.last_cost = 0.0
         self.updates = 0
         self._began = 0.0
 
@@ -29,14 +30,19 @@ class Throttle:
             self.start = now
         if now - self.last < self.min_interval:
             return False
-        return self.spent <= self.budget * (now - self.start)
+        if self.budget >= 1:
+            return True  # a budget of all the time is no budget
+        # Count the coming update as costing what the last one did, so that one expensive
+        # update (a plot redraw) cannot carry the total over the budget.
+        return self.spent + self.last_cost <= self.budget * (now - self.start)
 
     def begin(self) -> None:
         self._began = self.clock()
 
     def end(self) -> None:
         now = self.clock()
-        self.spent += now - self._began
+        self.last_cost = now - self._began
+        self.spent += self.last_cost
         self.last = now
         self.updates += 1
 
