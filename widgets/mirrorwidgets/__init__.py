@@ -30,25 +30,31 @@ _EXPORTS = {
     "LiveTrainingCallback": "mirrorwidgets.live",
     "BatchSplitView": "mirrorwidgets.batch_split",
     "LossScaleView": "mirrorwidgets.loss_scale",
+    "AllReduceChart": "mirrorwidgets.all_reduce_chart",
+    "StepTimeline": "mirrorwidgets.step_timeline",
 }
 
 __all__ = [
+    "AllReduceChart",
     "BatchSplitView",
     "LiveTrainingCallback",
     "LiveTrainingHook",
     "LiveTrainingView",
     "LossScaleView",
     "ReplicaGrid",
+    "StepTimeline",
     "TopologyDiagram",
     "TopologyView",
     "hierarchical_groups",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from mirrorwidgets.all_reduce_chart import AllReduceChart
     from mirrorwidgets.batch_split import BatchSplitView
     from mirrorwidgets.live import LiveTrainingCallback, LiveTrainingHook, LiveTrainingView
     from mirrorwidgets.loss_scale import LossScaleView
     from mirrorwidgets.replica_grid import ReplicaGrid
+    from mirrorwidgets.step_timeline import StepTimeline
     from mirrorwidgets.topology import TopologyDiagram, TopologyView, hierarchical_groups
 
 

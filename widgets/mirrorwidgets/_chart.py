@@ -1,7 +1,8 @@
-"""A small inline-SVG chart of the dynamic loss scale (log2 axis) and the loss over steps.
+"""Inline-SVG charts drawn as text: the loss-scale chart, and helpers other charts share.
 
 Drawn as text with fixed rounding, so the same records always give the same SVG (what
-nbval compares in the book's saved outputs).
+nbval compares in the book's saved outputs). The helpers (frames, grid lines, ticks, log
+axes, the ``<svg>`` element) are shared with the all-reduce chart and the step timeline.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _number(value: float) -> str:
     return f"{value:.4g}"
 
 
-def _nice_step(span: float, count: int = 5) -> float:
+def nice_step(span: float, count: int = 5) -> float:
     raw = span / count if span > 0 else 1.0
     base = 10 ** math.floor(math.log10(raw))
     for factor in (1, 2, 5, 10):
@@ -75,11 +76,11 @@ def chart_svg(records: tuple[ScaleRecord, ...], *, show_loss: bool, max_points: 
     def y_scale(value: float) -> float:
         return TOP + (top_e - math.log2(value)) / (top_e - bottom_e) * SCALE_HEIGHT
 
-    parts = [_frame(TOP, SCALE_HEIGHT, plot_w, "loss scale (log2 axis)")]
+    parts = [frame(TOP, SCALE_HEIGHT, plot_w, "loss scale (log2 axis)")]
     every = max(1, math.ceil((hi - lo) / 6))
     for exponent in range(lo, hi + 1, every):
         y = y_scale(2.0**exponent)
-        parts.append(_grid_line(y, plot_w, power_of_two(2.0**exponent)))
+        parts.append(grid_line(y, plot_w, power_of_two(2.0**exponent)))
     bottom = TOP + SCALE_HEIGHT + (GAP + LOSS_HEIGHT if draw_loss else 0)
     for p in points:  # a faint red band across both panels at each overflow
         if p.overflow:
@@ -118,18 +119,14 @@ def chart_svg(records: tuple[ScaleRecord, ...], *, show_loss: bool, max_points: 
 
     # --- shared step axis
     axis_y = bottom
-    step = max(1, int(_nice_step(span)))
+    step = max(1, int(nice_step(span)))
     tick = math.ceil(first / step) * step
     ticks = []
     while tick <= last:
         ticks.append(tick)
         tick += step
     for tick in ticks or [first]:
-        parts.append(
-            f'<line x1="{x(tick):.1f}" y1="{axis_y}" x2="{x(tick):.1f}" y2="{axis_y + 4}" '
-            f'stroke="{AXIS}"/><text x="{x(tick):.1f}" y="{axis_y + 15}" '
-            f'text-anchor="middle">{tick}</text>'
-        )
+        parts.append(x_tick(x(tick), axis_y, str(tick)))
     parts.append(
         f'<text x="{LEFT - 12}" y="{axis_y + 15}" text-anchor="end" fill="{r.GREY}">step</text>'
     )
@@ -138,29 +135,60 @@ def chart_svg(records: tuple[ScaleRecord, ...], *, show_loss: bool, max_points: 
         f"loss scale over {len(records)} steps, from {_number(records[0].loss_scale)} to "
         f"{_number(records[-1].loss_scale)}; {overflows} overflow step(s) marked red"
     )
+    return svg("mw-loss-scale", WIDTH, height, title, parts)
+
+
+def svg(css_class: str, width: float, height: float, title: str, parts) -> str:
+    """An ``<svg>`` element of the charts' font, with a ``<title>`` and its parts inside."""
     return (
-        f'<svg class="mw-loss-scale" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
-        f'height="{height}" viewBox="0 0 {WIDTH} {height}" role="img" '
+        f'<svg class="{css_class}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
         'font-family="ui-monospace,SFMono-Regular,Menlo,monospace" font-size="10">'
         f"<title>{r.esc(title)}</title>{''.join(parts)}</svg>"
     )
 
 
-def _frame(top: float, height: float, plot_w: float, label: str) -> str:
+def frame(top: float, height: float, plot_w: float, label: str, *, left: float = LEFT) -> str:
+    """A panel's thin outline, its label above its top-left corner."""
     return (
-        f'<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{height}" fill="none" '
+        f'<rect x="{left}" y="{top}" width="{plot_w}" height="{height}" fill="none" '
         f'stroke="{AXIS}" stroke-width="0.5"/>'
-        f'<text x="{LEFT}" y="{top - 5}" fill="{r.GREY}">{r.esc(label)}</text>'
+        f'<text x="{left}" y="{top - 5}" fill="{r.GREY}">{r.esc(label)}</text>'
     )
 
 
-def _grid_line(y: float, plot_w: float, label: str) -> str:
+def grid_line(y: float, plot_w: float, label: str, *, left: float = LEFT) -> str:
+    """A faint horizontal line across a panel, labelled (class ``mw-tick``) on the left."""
     return (
-        f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="{AXIS}" '
+        f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="{AXIS}" '
         'stroke-opacity="0.3"/>'
-        f'<text class="mw-tick" x="{LEFT - 4}" y="{y + 3:.1f}" text-anchor="end">'
+        f'<text class="mw-tick" x="{left - 4}" y="{y + 3:.1f}" text-anchor="end">'
         f"{r.esc(label)}</text>"
     )
+
+
+def x_tick(x: float, axis_y: float, label: str) -> str:
+    """A short tick below a panel at ``x``, its label centred under it."""
+    return (
+        f'<line x1="{x:.1f}" y1="{axis_y}" x2="{x:.1f}" y2="{axis_y + 4}" '
+        f'stroke="{AXIS}"/><text x="{x:.1f}" y="{axis_y + 15}" '
+        f'text-anchor="middle">{r.esc(label)}</text>'
+    )
+
+
+def log_range(values, base: float) -> tuple[int, int]:
+    """Whole exponents of ``base`` around positive ``values``: at least one power apart."""
+    exponents = [math.log(v, base) for v in values]
+    # Snap float noise (log10(1000) == 2.9999999999999996) to the power it stands for.
+    exponents = [round(e) if abs(e - round(e)) < 1e-9 else e for e in exponents]
+    lo, hi = math.floor(min(exponents)), math.ceil(max(exponents))
+    return (lo, hi) if hi > lo else (lo, lo + 1)
+
+
+def log_ticks(lo: int, hi: int, most: int = 6) -> list[int]:
+    """Exponents from ``lo`` to ``hi`` to label: every k-th one, at most about ``most``."""
+    every = max(1, math.ceil((hi - lo) / most))
+    return list(range(lo, hi + 1, every))
 
 
 def _loss_panel(losses: list[ScaleRecord], x, top: float, plot_w: float) -> str:
@@ -168,7 +196,7 @@ def _loss_panel(losses: list[ScaleRecord], x, top: float, plot_w: float) -> str:
     # The loss of an overflowing step (inf, or huge when an overflow is forced) would
     # flatten every other step: the axis fits the other steps, such losses get a red mark.
     basis = [p.loss for p in finite if not p.overflow] or [p.loss for p in finite]
-    parts = [_frame(top, LOSS_HEIGHT, plot_w, "loss")]
+    parts = [frame(top, LOSS_HEIGHT, plot_w, "loss")]
     if basis:
         lo, hi = min(basis), max(basis)
         if hi - lo <= 1e-12 * max(abs(hi), 1.0):
@@ -182,7 +210,7 @@ def _loss_panel(losses: list[ScaleRecord], x, top: float, plot_w: float) -> str:
         return top + (hi + pad - value) / (hi - lo + 2 * pad) * LOSS_HEIGHT
 
     for value in (lo, (lo + hi) / 2, hi):
-        parts.append(_grid_line(y(value), plot_w, _number(value)))
+        parts.append(grid_line(y(value), plot_w, _number(value)))
     segments, current = [], []
     for p in losses:
         if math.isfinite(p.loss) and lo <= p.loss <= hi:

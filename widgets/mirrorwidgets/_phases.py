@@ -1,0 +1,119 @@
+"""Read step phases (mirrorkit.tracing.StepPhases, or dicts) into one checked form."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from mirrorwidgets._records import _scalar
+
+TIMES = ("input_wait_s", "step_s", "all_reduce_s", "compute_s")
+FIELDS = ("step", *TIMES)
+PHASES = ("input_wait_s", "compute_s", "all_reduce_s")  # bottom to top of a bar
+_HINT = (
+    "Each step needs `step`, `input_wait_s`, `step_s`, `all_reduce_s` and `compute_s` (in "
+    "seconds, compute_s + all_reduce_s == step_s), as attributes (mirrorkit's StepPhases) "
+    "or dict keys."
+)
+
+
+@dataclass(frozen=True)
+class Phases:
+    """One training step's time, split into phases (seconds)."""
+
+    step: int
+    input_wait_s: float
+    step_s: float
+    all_reduce_s: float
+    compute_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.input_wait_s + self.step_s
+
+
+def _field(record, name: str, where: str):
+    if isinstance(record, Mapping):
+        if name in record:
+            return record[name]
+    elif hasattr(record, name):
+        return getattr(record, name)
+    raise ValueError(f"{where} has no {name!r}. {_HINT}")
+
+
+def _is_record(record) -> bool:
+    return isinstance(record, Mapping) or any(hasattr(record, name) for name in FIELDS)
+
+
+def read_phases(record, index: int) -> Phases:
+    """Check one step's phases: times finite and >= 0, compute + all-reduce == step."""
+    where = f"step record {index}"
+    if not _is_record(record):
+        raise TypeError(f"{where} is {type(record).__name__} {record!r}, not a step. {_HINT}")
+    step = _scalar(_field(record, "step", where), "step", where)
+    if step.dtype.kind == "b" or float(step) != int(step):
+        raise TypeError(f"{where}: step must be an integer, got {step.item()!r}.")
+    where = f"{where} (step {int(step)})"
+    times = {}
+    for name in TIMES:
+        value = float(_scalar(_field(record, name, where), name, where))
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{where}: {name} must be a time >= 0 seconds, got {value!r}.")
+        times[name] = value
+    parts = times["compute_s"] + times["all_reduce_s"]
+    if not math.isclose(parts, times["step_s"], rel_tol=1e-6, abs_tol=1e-9):
+        raise ValueError(
+            f"{where}: compute_s + all_reduce_s = {parts!r} is not step_s = "
+            f"{times['step_s']!r}; the phases of a step must add up to it."
+        )
+    return Phases(int(step), **times)
+
+
+def read_steps(source, what: str) -> tuple[Phases, ...]:
+    """Steps from a sequence of them, or from an object exposing ``.steps`` (a StepTrace)."""
+    if not isinstance(source, Mapping) and hasattr(source, "steps"):
+        source = source.steps
+    if _is_record(source):
+        raise TypeError(
+            f"{what}.update takes a sequence of steps (or a StepTrace), got a single "
+            f"{type(source).__name__}; wrap it in a list, or add it with append(phases)."
+        )
+    if isinstance(source, str | bytes) or not isinstance(source, Iterable):
+        raise TypeError(
+            f"{what} takes a mirrorkit StepTrace (what StepTracer.result() returns) or a "
+            f"sequence of StepPhases, got {type(source).__name__}. {_HINT}"
+        )
+    steps = tuple(read_phases(record, i) for i, record in enumerate(source))
+    if not steps:
+        raise ValueError(
+            f"{what} got no steps, so there is nothing to draw; trace at least one step "
+            "(or create the timeline empty and append() steps as training runs)."
+        )
+    check_order(steps)
+    return steps
+
+
+def check_order(steps: tuple[Phases, ...]) -> None:
+    """Steps must increase, one bar each, in training order."""
+    for before, after in zip(steps, steps[1:], strict=False):
+        if after.step <= before.step:
+            raise ValueError(
+                f"steps must increase, but step {after.step} comes after step {before.step}; "
+                "pass the steps in training order."
+            )
+
+
+def thin(steps: tuple[Phases, ...], max_points: int) -> list[tuple[int, int, dict[str, float]]]:
+    """At most ``max_points`` bars: ``(first step, last step, mean phase times)`` each.
+
+    A longer run is cut into runs of consecutive steps of equal length (the last may be
+    shorter), each drawn as the mean of its steps, so the bars still add up to the run.
+    """
+    size = max(1, math.ceil(len(steps) / max_points))
+    bars = []
+    for start in range(0, len(steps), size):
+        chunk = steps[start : start + size]
+        means = {p: sum(getattr(s, p) for s in chunk) / len(chunk) for p in PHASES}
+        bars.append((chunk[0].step, chunk[-1].step, means))
+    return bars

@@ -1,0 +1,110 @@
+"""Inline-SVG stacked bars for StepTimeline: input wait, compute and all-reduce per step.
+
+Drawn as text with fixed rounding, so the same steps always give the same SVG. Each
+bar's segment edges are rounded before the heights are taken, so the segments of a bar
+add up exactly to the bar's rounded total.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mirrorkit._units import format_seconds
+from mirrorwidgets import _chart
+from mirrorwidgets import _render as r
+from mirrorwidgets._phases import PHASES, Phases, thin
+
+WIDTH = 520
+LEFT, RIGHT, TOP, HEIGHT, BOTTOM = 56, 14, 22, 160, 28
+COLORS = {"input_wait_s": "#bf8700", "compute_s": "#0969da", "all_reduce_s": "#8250df"}
+NAMES = {"input_wait_s": "input wait", "compute_s": "compute", "all_reduce_s": "all-reduce"}
+OUTLIER = 3.0  # a bar this many times the 90th percentile is an outlier the axis leaves out
+
+
+def axis_top(totals: list[float], y_max: float | None) -> float:
+    """The time at the top of the axis: ``y_max``, else the tallest bar but outliers."""
+    if y_max is not None:
+        return y_max
+    top = max(totals)
+    if len(totals) >= 5:
+        usual = float(np.percentile(totals, 90, method="lower"))  # not pulled up by one outlier
+        if usual > 0 and top > OUTLIER * usual:
+            top = 1.5 * usual  # e.g. step 0, which traces the tf.function: cut, not flattened
+    return top if top > 0 else 1e-3
+
+
+def _round(value: float) -> float:
+    return float(f"{value:.1f}")
+
+
+def timeline_svg(steps: tuple[Phases, ...], *, max_points: int, y_max: float | None):
+    """The stacked bars and the steps whose bars go beyond the axis (``(step, total)``)."""
+    bars = thin(steps, max_points)
+    totals = [sum(means.values()) for _, _, means in bars]
+    top = axis_top(totals, y_max)
+    tick = _chart.nice_step(top, 4)
+    top = math.ceil(top / tick - 1e-9) * tick
+    plot_w = WIDTH - LEFT - RIGHT
+    axis_y = TOP + HEIGHT
+    slot = plot_w / len(bars)
+    width = max(slot * 0.8, 0.5)
+    merged = any(first != last for first, last, _ in bars)
+
+    def y(seconds: float) -> float:
+        return axis_y - min(seconds, top) / top * HEIGHT
+
+    label = "seconds per step" + (" (each bar: the mean of consecutive steps)" if merged else "")
+    parts = [_chart.frame(TOP, HEIGHT, plot_w, label)]
+    value = 0.0
+    while value <= top + 1e-12:
+        parts.append(_chart.grid_line(y(value), plot_w, format_seconds(value) if value else "0"))
+        value += tick
+    clipped = []
+    for i, ((first, last, means), total) in enumerate(zip(bars, totals, strict=True)):
+        x = LEFT + i * slot + (slot - width) / 2
+        steps_text = f"step {first}" if first == last else f"steps {first}-{last} (mean)"
+        shares = " + ".join(f"{NAMES[p]} {format_seconds(means[p])}" for p in PHASES)
+        title = f"{steps_text}: {format_seconds(total)} = {shares}"
+        segments, below = [], 0.0
+        for phase in PHASES:
+            y0, y1 = _round(y(below)), _round(y(below + means[phase]))
+            below += means[phase]
+            segments.append(
+                f'<rect class="mw-seg" data-phase="{phase}" x="{x:.1f}" y="{y1:.1f}" '
+                f'width="{width:.1f}" height="{_round(y0 - y1):.1f}" fill="{COLORS[phase]}">'
+                f"<title>{r.esc(steps_text)}: {NAMES[phase]} "
+                f"{format_seconds(means[phase])}</title></rect>"
+            )
+        over = total > top * (1 + 1e-9)
+        data = f'data-step="{first}" data-last="{last}" data-total="{total:.6g}"'
+        parts.append(
+            f'<g class="mw-bar{" mw-clipped" if over else ""}" {data}>'
+            f"<title>{r.esc(title)}</title>{''.join(segments)}</g>"
+        )
+        if over:
+            clipped.append((first, total))
+            parts.append(
+                f'<text class="mw-over" data-step="{first}" x="{x + width / 2:.1f}" '
+                f'y="{TOP - 2}" text-anchor="middle" fill="{r.RED}">&#9650;'
+                f"<title>{r.esc(title)} (beyond the axis)</title></text>"
+            )
+    every = max(1, math.ceil(len(bars) / 8))
+    for i in range(0, len(bars), every):
+        parts.append(_chart.x_tick(LEFT + (i + 0.5) * slot, axis_y, str(bars[i][0])))
+    parts.append(
+        f'<text x="{LEFT - 12}" y="{axis_y + 15}" text-anchor="end" fill="{r.GREY}">step</text>'
+    )
+    height = axis_y + BOTTOM
+    title = (
+        f"time per training step, {len(steps)} step{'' if len(steps) == 1 else 's'} as "
+        f"{len(bars)} bar{'' if len(bars) == 1 else 's'}, stacked: input wait, compute, "
+        f"all-reduce; axis up to {format_seconds(top)}"
+    )
+    return _chart.svg("mw-step-timeline", WIDTH, height, title, parts), clipped, top
+
+
+def legend_html() -> str:
+    """The three phases' colors."""
+    return " ".join(f'<span style="color:{COLORS[p]}">&#9632;</span> {NAMES[p]}' for p in PHASES)

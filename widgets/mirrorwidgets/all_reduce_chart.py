@@ -1,0 +1,284 @@
+"""AllReduceChart: what mirrorkit.benchmark_all_reduce measured, against message size."""
+
+from __future__ import annotations
+
+import os
+
+import ipywidgets as w
+import traitlets as t
+
+from mirrorkit._units import format_rate, format_size
+from mirrorwidgets import _bench_chart as bc
+from mirrorwidgets import _render as r
+from mirrorwidgets._snapshot import SnapshotMixin
+
+_ALL = 0  # the replica menu's value for "every replica count"
+
+
+class AllReduceChart(SnapshotMixin, w.VBox):
+    """Draw an all-reduce benchmark: time and busbw against message size, log-log.
+
+    One line per algorithm and replica count (color: algorithm; dash: replica count), the
+    time per all-reduce (median, with a min-max bar) above and the bus bandwidth below,
+    where this machine's memory-copy bandwidth is drawn as a red dashed reference line.
+    A table of the exact numbers and the algorithms that could not run (with the
+    reasons) follow. A menu picks one replica count, a toggle hides the table. The
+    drawing is inline SVG made on the Python side: the same benchmark always gives
+    the same text.
+
+    Args:
+        benchmark: What ``mirrorkit.benchmark_all_reduce`` returns (an
+            ``AllReduceBenchmark``), or its JSON (text, or the path of a file written by
+            ``AllReduceBenchmark.to_json``).
+        replicas: Draw only this replica count; ``None`` draws every count.
+        title: Heading above the chart.
+        show_table: Whether the table of exact numbers is shown below the chart.
+        **kwargs: Any other trait below, or layout options of ``ipywidgets.VBox``.
+
+    Raises:
+        TypeError: If ``benchmark`` is neither an ``AllReduceBenchmark`` nor its JSON.
+        ValueError: If the benchmark holds no records (e.g. every algorithm was skipped),
+            a record cannot be drawn on a log axis (a time or busbw that is not positive),
+            or ``replicas`` is not one of the measured counts.
+
+    Example:
+        >>> from mirrorkit.allreduce import AllReduceBenchmark, record_from_times
+        >>> from mirrorwidgets import AllReduceChart
+        >>> records = tuple(
+        ...     record_from_times(name, 2, size, [t * size / 4096], 1e10)
+        ...     for name, t in (("collective", 1e-4), ("one_device", 2e-4))
+        ...     for size in (4096, 65536)
+        ... )
+        >>> chart = AllReduceChart(AllReduceBenchmark(records, {"nccl": "no GPU"}, 1e10))
+        >>> chart.algorithms, chart.replica_counts, chart.sizes
+        (('collective', 'one_device'), (2,), (4096, 65536))
+        >>> html = chart.snapshot_html()
+        >>> html.count('<polyline class="mw-busbw"'), 'class="mw-copy-bw"' in html
+        (2, True)
+        >>> 'data-skipped="nccl"' in html
+        True
+    """
+
+    title = t.Unicode("All-reduce benchmark", help="Heading above the chart.")
+    replicas = t.Int(
+        None, allow_none=True, help="The replica count drawn; None draws every measured count."
+    )
+    show_table = t.Bool(True, help="Whether the table of exact numbers is shown.")
+    algorithms = t.Tuple(read_only=True, help="The measured algorithms, in the benchmark's order.")
+    replica_counts = t.Tuple(read_only=True, help="The measured replica counts, ascending.")
+    sizes = t.Tuple(read_only=True, help="The measured message sizes in bytes, ascending.")
+    num_records = t.Int(0, read_only=True, help="How many measurements the benchmark holds.")
+    copy_bandwidth = t.Float(
+        0.0, read_only=True, help="The machine's memory-copy bandwidth, bytes/s (0: unknown)."
+    )
+    skipped = t.Dict(read_only=True, help="{what: why} for each algorithm that could not run.")
+
+    def __init__(
+        self,
+        benchmark,
+        *,
+        replicas: int | None = None,
+        title: str = "All-reduce benchmark",
+        show_table: bool = True,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.title = title
+        self.show_table = show_table
+        self.benchmark = None
+        self._quiet = False
+        self._header = w.HTML()
+        self._menu = w.Dropdown(description="replicas", layout=w.Layout(width="220px"))
+        self._table_toggle = w.ToggleButton(value=show_table, description="table")
+        self._chart = w.HTML()
+        self._table = w.HTML()
+        self._skipped = w.HTML()
+        controls = w.HBox([self._menu, self._table_toggle])
+        self.children = [self._header, controls, self._chart, self._table, self._skipped]
+        try:
+            self.update(benchmark)
+            w.link((self, "show_table"), (self._table_toggle, "value"))
+            self._menu.observe(self._menu_changed, names="value")
+            self.observe(self._redraw, names=["title", "replicas", "show_table"])
+            self.replicas = replicas  # checked against the measured counts, then drawn
+        except Exception:
+            self.close()  # no half-built widget left behind
+            raise
+
+    @classmethod
+    def from_json(cls, source, **kwargs) -> AllReduceChart:
+        """Chart a benchmark saved with ``AllReduceBenchmark.to_json``: JSON text or a path.
+
+        Args:
+            source: JSON text, or the path of a JSON file.
+            **kwargs: Passed on to the constructor.
+
+        Returns:
+            A new :class:`AllReduceChart`.
+
+        Raises:
+            ValueError: If the JSON is not a mirrorkit all-reduce benchmark, or holds no
+                records.
+
+        Example:
+            >>> from mirrorkit.allreduce import AllReduceBenchmark, record_from_times
+            >>> from mirrorwidgets import AllReduceChart
+            >>> record = record_from_times("collective", 4, 1 << 20, [1e-3], 5e9)
+            >>> text = AllReduceBenchmark((record,), copy_bandwidth=5e9).to_json()
+            >>> AllReduceChart.from_json(text).num_records
+            1
+        """
+        from mirrorkit.allreduce import AllReduceBenchmark
+
+        return cls(AllReduceBenchmark.from_json(source), **kwargs)
+
+    @t.validate("replicas")
+    def _measured_count(self, proposal):
+        value = proposal["value"]
+        if value is not None and value not in self.replica_counts:
+            counts = ", ".join(map(str, self.replica_counts))
+            raise t.TraitError(
+                f"replicas must be None (every count) or a measured replica count ({counts}), "
+                f"got {value!r}."
+            )
+        return value
+
+    def update(self, benchmark) -> None:
+        """Show another benchmark in place (the replica count resets if it was not measured).
+
+        Args:
+            benchmark: Same kinds as the constructor takes.
+
+        Raises:
+            TypeError, ValueError: As the constructor raises them.
+
+        Example:
+            >>> from mirrorkit.allreduce import AllReduceBenchmark, record_from_times
+            >>> from mirrorwidgets import AllReduceChart
+            >>> one = record_from_times("collective", 2, 4096, [1e-4], 1e10)
+            >>> chart = AllReduceChart(AllReduceBenchmark((one,), copy_bandwidth=1e10))
+            >>> two = record_from_times("collective", 4, 4096, [2e-4], 1e10)
+            >>> chart.update(AllReduceBenchmark((one, two), copy_bandwidth=1e10))
+            >>> chart.replica_counts
+            (2, 4)
+        """
+        benchmark = _read_benchmark(benchmark)
+        records = benchmark.records
+        self.benchmark = benchmark
+        counts = tuple(sorted({rec.replicas for rec in records}))
+        self.set_trait("algorithms", tuple(dict.fromkeys(rec.algorithm for rec in records)))
+        self.set_trait("replica_counts", counts)
+        self.set_trait("sizes", tuple(sorted({rec.bytes for rec in records})))
+        self.set_trait("num_records", len(records))
+        self.set_trait("copy_bandwidth", float(benchmark.copy_bandwidth or 0.0))
+        self.set_trait("skipped", dict(benchmark.skipped))
+        options = [("every replica count", _ALL)] + [(f"{n} replicas", n) for n in counts]
+        if self.replicas is not None and self.replicas not in counts:
+            self.replicas = None
+        self._quiet = True  # the menu follows the data here; it must not set replicas
+        try:
+            self._menu.options = options
+            self._menu.value = _ALL if self.replicas is None else self.replicas
+        finally:
+            self._quiet = False
+        self._menu.disabled = len(counts) < 2
+        self._redraw()
+
+    def snapshot_html(self) -> str:
+        """The chart's current state as self-contained HTML (inline SVG, no script).
+
+        Returns:
+            An HTML fragment: header, chart, table (if shown) and the skipped algorithms.
+
+        Example:
+            >>> from mirrorkit.allreduce import AllReduceBenchmark, record_from_times
+            >>> from mirrorwidgets import AllReduceChart
+            >>> one = record_from_times("collective", 2, 4096, [1e-4], 1e10)
+            >>> chart = AllReduceChart(AllReduceBenchmark((one,), copy_bandwidth=1e10))
+            >>> "<script" in chart.snapshot_html(), 'class="mw-table"' in chart.snapshot_html()
+            (False, True)
+        """
+        inner = self._header_html() + self._chart_html() + self._table_html()
+        return r.container(inner + self._skipped_html(), "mw-all-reduce mw-snapshot")
+
+    # ------------------------------------------------------------------ drawing
+
+    def _menu_changed(self, change) -> None:
+        if self._quiet:
+            return
+        self.replicas = None if change["new"] == _ALL else change["new"]
+
+    def _redraw(self, change=None) -> None:
+        if change is not None and change["name"] == "replicas":
+            self._menu.value = _ALL if self.replicas is None else self.replicas
+        self._header.value = self._header_html()
+        self._chart.value = self._chart_html()
+        self._table.value = self._table_html()
+        self._skipped.value = self._skipped_html()
+
+    def _counts(self) -> tuple[int, ...]:
+        return self.replica_counts if self.replicas is None else (self.replicas,)
+
+    def _shown(self) -> tuple:
+        counts = self._counts()
+        return tuple(rec for rec in self.benchmark.records if rec.replicas in counts)
+
+    def _header_html(self) -> str:
+        sizes = self.sizes
+        span = format_size(sizes[0]) + (f" to {format_size(sizes[-1])}" if len(sizes) > 1 else "")
+        n = len(self.algorithms)
+        bits = [
+            f"<strong>{r.esc(self.title)}</strong>",
+            f"{n} algorithm{'' if n == 1 else 's'}",
+            f"{'/'.join(map(str, self._counts()))} replicas",
+            span,
+        ]
+        if self.copy_bandwidth > 0:
+            bits.append(f"memory copy {format_rate(self.copy_bandwidth)}")
+        else:
+            bits.append("memory copy not measured")
+        lines = [" &middot; ".join(bits)]
+        machine = self.benchmark.machine or {}
+        if machine.get("summary"):
+            lines.append(f'<span style="color:{r.GREY}">on {r.esc(machine["summary"])}</span>')
+        if machine.get("simulated_replicas"):
+            lines.append(
+                f'<span class="mw-simulated" style="color:{r.GREY}">The replicas are simulated '
+                "on one CPU and share its memory: busbw here measures TensorFlow's overheads "
+                "and the summing, not links between devices.</span>"
+            )
+        return f'<div class="mw-title" style="{r.FONT}">{"<br>".join(lines)}</div>'
+
+    def _chart_html(self) -> str:
+        svg = bc.chart_svg(self._shown(), self._counts(), self.replica_counts, self.copy_bandwidth)
+        return f"<div>{svg}</div>"
+
+    def _table_html(self) -> str:
+        if not self.show_table:
+            return ""
+        return f"<div>{bc.table_html(self._shown(), self.copy_bandwidth)}</div>"
+
+    def _skipped_html(self) -> str:
+        return bc.skipped_html(self.skipped)
+
+
+def _read_benchmark(benchmark):
+    from mirrorkit.allreduce import AllReduceBenchmark
+
+    if isinstance(benchmark, str | os.PathLike):
+        benchmark = AllReduceBenchmark.from_json(benchmark)
+    if not isinstance(benchmark, AllReduceBenchmark):
+        raise TypeError(
+            "AllReduceChart takes what mirrorkit.benchmark_all_reduce returns (an "
+            "AllReduceBenchmark), or its JSON text or file (AllReduceBenchmark.to_json), got "
+            f"{type(benchmark).__name__}."
+        )
+    if not benchmark.records:
+        why = "; ".join(f"{name}: {reason}" for name, reason in benchmark.skipped.items())
+        raise ValueError(
+            "the benchmark holds no records, so there is nothing to draw"
+            + (f" (every algorithm was skipped: {why})" if why else "")
+            + "; run benchmark_all_reduce with an algorithm that runs here, e.g. 'collective'."
+        )
+    bc.check_records(benchmark.records)
+    return benchmark

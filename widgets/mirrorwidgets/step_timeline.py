@@ -1,0 +1,289 @@
+"""StepTimeline: where each training step's time went, as stacked bars that grow live."""
+
+from __future__ import annotations
+
+import statistics
+
+import ipywidgets as w
+import traitlets as t
+
+from mirrorkit._units import format_percent, format_seconds
+from mirrorwidgets import _phases as ph
+from mirrorwidgets import _render as r
+from mirrorwidgets import _timeline_chart as tc
+from mirrorwidgets._snapshot import SnapshotMixin
+from mirrorwidgets._throttle import Throttle
+
+_SHOWN_OVER = 12
+
+
+class StepTimeline(SnapshotMixin, w.VBox):
+    """One stacked bar per training step: input wait, compute and all-reduce.
+
+    Takes what ``mirrorkit.tracing.StepTracer`` measures: a ``StepTrace`` (its ``.steps``)
+    or ``StepPhases`` records, one per step. :meth:`append` adds a step while training
+    runs and redraws at most every ``min_interval`` seconds, within ``budget`` of the
+    wall time (:meth:`flush` draws what is left); :meth:`update` replaces every step
+    and redraws at once. A long run is drawn as at most ``max_points`` bars, each the
+    mean of consecutive steps. A rare very slow step (the first one, which traces the
+    ``tf.function``) would flatten every other bar: the axis leaves it out, cuts its bar
+    and marks it with a red triangle. The drawing is inline SVG made on the Python side.
+
+    Args:
+        steps: A ``StepTrace``, or a sequence of steps, each with ``step``,
+            ``input_wait_s``, ``step_s``, ``all_reduce_s`` and ``compute_s`` (seconds) as
+            attributes or dict keys; ``None`` starts an empty timeline for :meth:`append`.
+        title: Heading above the chart.
+        **kwargs: Any trait below, or layout options of ``ipywidgets.VBox``.
+
+    Raises:
+        TypeError: If ``steps`` is not a trace or a sequence of steps, or a field is not a
+            number.
+        ValueError: If there are no steps, a step lacks a field, a time is negative or
+            not finite, ``compute_s + all_reduce_s`` is not ``step_s``, or the steps do
+            not increase.
+
+    Example:
+        >>> from mirrorkit.tracing import StepPhases
+        >>> from mirrorwidgets import StepTimeline
+        >>> timeline = StepTimeline([
+        ...     StepPhases(0, input_wait_s=0.25, step_s=1.0, all_reduce_s=0.25, compute_s=0.75),
+        ...     StepPhases(1, input_wait_s=0.125, step_s=0.5, all_reduce_s=0.25, compute_s=0.25),
+        ... ])
+        >>> timeline.num_steps, timeline.step, timeline.last_total_s
+        (2, 1, 0.625)
+        >>> timeline.snapshot_html().count('class="mw-seg"')  # 3 phases x 2 bars
+        6
+    """
+
+    title = t.Unicode("Step timeline", help="Heading above the chart.")
+    max_points = t.Int(
+        200, help="Most bars drawn; a longer run is drawn as means of consecutive steps."
+    )
+    y_max = t.Float(
+        None,
+        allow_none=True,
+        help="Seconds at the top of the axis; None fits the steps but rare outliers.",
+    )
+    min_interval = t.Float(0.08, help="Fewest seconds between redraws while appending.")
+    budget = t.Float(0.05, help="Largest fraction of wall time that redraws may take.")
+    num_steps = t.Int(0, read_only=True, help="How many steps the timeline holds.")
+    step = t.Int(None, allow_none=True, read_only=True, help="The last step's index.")
+    last_total_s = t.Float(
+        None, allow_none=True, read_only=True, help="The last step's time, all phases, seconds."
+    )
+    clipped_steps = t.Tuple(
+        read_only=True, help="First steps of the bars cut at the top of the axis (outliers)."
+    )
+
+    def __init__(self, steps=None, *, title: str = "Step timeline", **kwargs):
+        super().__init__(**kwargs)
+        self.title = title
+        self._steps: tuple[ph.Phases, ...] = ()
+        self._replicas = None
+        self._throttle = Throttle(self.min_interval, self.budget)
+        self._stale = False
+        self._header = w.HTML()
+        self._chart = w.HTML()
+        self._notes = w.HTML()
+        self.children = [self._header, self._chart, self._notes]
+        try:
+            if steps is None:
+                self._redraw()
+            else:
+                self.update(steps)
+        except Exception:
+            self.close()  # no half-built widget left behind
+            raise
+        self.observe(self._redraw, names=["title", "max_points", "y_max"])
+        self.observe(self._retime, names=["min_interval", "budget"])
+
+    @t.validate("max_points")
+    def _at_least_one(self, proposal):
+        if proposal["value"] < 1:
+            raise t.TraitError(f"max_points must be >= 1, got {proposal['value']}.")
+        return proposal["value"]
+
+    @t.validate("y_max")
+    def _positive(self, proposal):
+        value = proposal["value"]
+        if value is not None and not value > 0:
+            raise t.TraitError(f"y_max must be None or > 0 seconds, got {value!r}.")
+        return value
+
+    @t.validate("min_interval", "budget")
+    def _throttle_settings(self, proposal):
+        value, name = proposal["value"], proposal["trait"].name
+        if name == "min_interval" and value < 0:
+            raise t.TraitError(f"min_interval must be >= 0, got {value!r}.")
+        if name == "budget" and not 0 < value <= 1:
+            raise t.TraitError(f"budget must be > 0 and <= 1, got {value!r}.")
+        return value
+
+    @property
+    def steps(self) -> tuple:
+        """The steps shown, checked, each with ``step`` and the four times in seconds.
+
+        Example:
+            >>> from mirrorwidgets import StepTimeline
+            >>> timeline = StepTimeline([{"step": 3, "input_wait_s": 0, "step_s": 0.5,
+            ...                           "all_reduce_s": 0.25, "compute_s": 0.25}])
+            >>> timeline.steps[0].total_s
+            0.5
+        """
+        return self._steps
+
+    def update(self, steps) -> None:
+        """Replace every step and redraw now.
+
+        Args:
+            steps: A ``StepTrace`` or a sequence of steps (not ``None``).
+
+        Raises:
+            TypeError, ValueError: As the constructor raises them.
+
+        Example:
+            >>> from mirrorwidgets import StepTimeline
+            >>> timeline = StepTimeline()
+            >>> timeline.update([{"step": 0, "input_wait_s": 0.25, "step_s": 0.5,
+            ...                   "all_reduce_s": 0.125, "compute_s": 0.375}])
+            >>> timeline.num_steps, timeline.last_total_s
+            (1, 0.75)
+        """
+        steps_read = ph.read_steps(steps, "StepTimeline")
+        self._replicas = getattr(steps, "replicas", None)
+        self._set(steps_read)
+        self._draw()
+
+    def append(self, phases) -> bool:
+        """Add one step (live use: call once per training step); redraw if one is due.
+
+        Args:
+            phases: A ``StepPhases``, or a dict with its fields; its step must come after
+                the last one.
+
+        Returns:
+            Whether the chart was redrawn (else it is at most ``min_interval`` seconds
+            behind; :meth:`flush` draws it now).
+
+        Raises:
+            TypeError, ValueError: As for one step of the constructor.
+
+        Example:
+            >>> from mirrorkit.tracing import StepPhases
+            >>> from mirrorwidgets import StepTimeline
+            >>> timeline = StepTimeline(min_interval=3600)
+            >>> timeline.append(StepPhases(0, 0.001, 0.01, 0.002, 0.008))
+            True
+            >>> timeline.append(StepPhases(1, 0.001, 0.01, 0.002, 0.008))  # throttled
+            False
+            >>> timeline.num_steps, timeline.flush()
+            (2, True)
+        """
+        new = ph.read_phases(phases, len(self._steps))
+        steps = (*self._steps, new)
+        ph.check_order(steps[-2:])
+        self._set(steps)
+        if not self._throttle.due():
+            self._stale = True
+            return False
+        self._throttle.begin()
+        self._draw()
+        self._throttle.end()
+        return True
+
+    def flush(self) -> bool:
+        """Draw the steps appended since the last redraw (call it after training).
+
+        Returns:
+            Whether there was anything to draw.
+
+        Example:
+            >>> from mirrorwidgets import StepTimeline
+            >>> StepTimeline().flush()
+            False
+        """
+        if not self._stale:
+            return False
+        self._draw()
+        return True
+
+    def snapshot_html(self) -> str:
+        """The timeline's current state (every step, drawn or not yet) as HTML, no script.
+
+        Returns:
+            An HTML fragment (inline SVG).
+
+        Example:
+            >>> from mirrorwidgets import StepTimeline
+            >>> "no steps yet" in StepTimeline().snapshot_html()
+            True
+        """
+        header, chart, notes = self._render()
+        return r.container(header + chart + notes, "mw-step-timeline mw-snapshot")
+
+    # ------------------------------------------------------------------ drawing
+
+    def _retime(self, change) -> None:
+        setattr(self._throttle, change["name"], change["new"])
+
+    def _set(self, steps: tuple[ph.Phases, ...]) -> None:
+        self._steps = steps
+        self.set_trait("num_steps", len(steps))
+        self.set_trait("step", steps[-1].step)
+        self.set_trait("last_total_s", steps[-1].total_s)
+
+    def _redraw(self, change=None) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        self._header.value, self._chart.value, self._notes.value = self._render()
+        self._stale = False
+
+    def _render(self) -> tuple[str, str, str]:
+        if not self._steps:
+            self.set_trait("clipped_steps", ())
+            empty = f'<div style="{r.FONT};color:{r.GREY}">no steps yet</div>'
+            return self._header_html(), empty, ""
+        svg, clipped, top = tc.timeline_svg(
+            self._steps, max_points=self.max_points, y_max=self.y_max
+        )
+        self.set_trait("clipped_steps", tuple(step for step, _ in clipped))
+        return self._header_html(), f"<div>{svg}</div>", self._notes_html(clipped, top)
+
+    def _header_html(self) -> str:
+        bits = [f"<strong>{r.esc(self.title)}</strong>"]
+        steps = self._steps
+        if steps:
+            n = len(steps)
+            bits.append(f"{n} step{'' if n == 1 else 's'}")
+            if isinstance(self._replicas, int):
+                bits.append(f"{self._replicas} replicas")
+            median = statistics.median(s.total_s for s in steps)
+            bits.append(f"median {format_seconds(median)}")
+            total = sum(s.total_s for s in steps)
+            for phase in ph.PHASES:
+                share = sum(getattr(s, phase) for s in steps) / total if total else 0.0
+                bits.append(
+                    f'<span class="mw-share" data-phase="{phase}">'
+                    f'<span style="color:{tc.COLORS[phase]}">&#9632;</span> '
+                    f"{tc.NAMES[phase]} {format_percent(share)}</span>"
+                )
+        else:
+            bits.append(tc.legend_html())
+        return f'<div class="mw-title" style="{r.FONT}">{" &middot; ".join(bits)}</div>'
+
+    def _notes_html(self, clipped: list[tuple[int, float]], top: float) -> str:
+        if not clipped:
+            return ""
+        shown = ", ".join(
+            f"{step} ({format_seconds(total)})" for step, total in clipped[:_SHOWN_OVER]
+        )
+        more = f" and {len(clipped) - _SHOWN_OVER} more" if len(clipped) > _SHOWN_OVER else ""
+        return (
+            f'<div class="mw-notes" style="{r.FONT};color:{r.GREY};max-width:520px">'
+            f'<span style="color:{r.RED}">&#9650;</span> beyond the axis '
+            f"({format_seconds(top)}), cut at the top: step{'' if len(clipped) == 1 else 's'} "
+            f"{shown}{more}. The first step usually traces and compiles the tf.function; "
+            "set y_max to choose the axis.</div>"
+        )
