@@ -53,6 +53,9 @@ _EXPORTS = {
     "benchmark_all_reduce": "mirrorkit.allreduce",
     "bus_bandwidth": "mirrorkit.allreduce",
     "measure_copy_bandwidth": "mirrorkit.allreduce",
+    "StepPhases": "mirrorkit.tracing",
+    "StepTrace": "mirrorkit.tracing",
+    "StepTracer": "mirrorkit.tracing",
 }
 
 __all__ = [
@@ -71,6 +74,9 @@ __all__ = [
     "ReplicaSetupError",
     "ReplicaTable",
     "StepEquivalence",
+    "StepPhases",
+    "StepTrace",
+    "StepTracer",
     "WeightGradient",
     "available_algorithms",
     "benchmark_all_reduce",
@@ -128,6 +134,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from mirrorkit.reproducibility import make_reproducible
     from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS, make_strategy
+    from mirrorkit.tracing import StepPhases, StepTrace, StepTracer
 
 
 def __getattr__(name: str) -> Any:

@@ -1,26 +1,35 @@
 """Where a training step's time goes: waiting for input, computing, and all-reducing.
 
 :class:`StepTracer` wraps each step of a real training loop (yours, or Keras
-``fit`` through :meth:`StepTracer.callback`) and splits it into three phases.
-What is measured and what is estimated, exactly:
+``fit`` through :meth:`StepTracer.callback`). It times **every** step with
+``time.perf_counter``, and runs TensorFlow's own profiler on a **sample** of steps
+(one every ``profile_every``, from step ``profile_from``), whose op-level events
+give the all-reduce time *inside the real step*. What is measured, exactly:
 
-* **input wait** (measured): the wall time of ``next(iterator)`` just before the
-  step, i.e. until the next batch is on the replicas.
-* **step** (measured): the wall time of the step itself, from entering to leaving
-  :meth:`StepTracer.step`; on GPUs it ends with
-  ``tf.test.experimental.sync_devices()`` so queued kernels are counted (on CPUs a
-  ``tf.function`` call returns when its work is done).
-* **all-reduce** (estimated): the median time of the same all-reduce the step makes
-  (``ReplicaContext.all_reduce(SUM, gradients)`` on tensors of the gradients'
-  shapes and dtypes, on the same strategy), timed alone when :meth:`StepTracer.result`
-  is first called, after training. Inside the real step TensorFlow may overlap it
-  with the backward pass, so this is an upper bound on the time it adds; it is
-  capped at the step's own time.
-* **compute** (derived): step time minus the all-reduce estimate: forward,
+* **input wait** (measured, every step, custom loops): the wall time of
+  ``next(iterator)`` before the step (:meth:`StepTracer.next`). In Keras ``fit`` the
+  batch is fetched *inside* Keras' compiled train function, so it is not separable
+  from the step there: ``input_wait_s`` is 0 and the fetch is part of ``step_s``.
+* **step** (measured, every step): the wall time of the step; on GPUs it ends with
+  ``tf.test.experimental.sync_devices()``. In ``fit``: from one
+  ``on_train_batch_begin`` to the next, so every step of an epoch but its last,
+  whose end is not observable without a batch-end hook (see :meth:`StepTracer.callback`).
+* **all-reduce** (measured, profiled steps only): the union, over all replicas, of
+  the wall-time intervals of the step's all-reduce ops as TensorFlow's profiler
+  recorded them, clipped to the step. On the default collective path these are the
+  ``CollectiveReduceV2`` executions (from the moment every replica has joined to
+  the end of the reduction; a replica waiting for slower ones to *join* is not
+  counted, it is compute imbalance). Also counted: the other collective ops, NCCL's
+  ops and kernels, and for ``ReductionToOneDevice``/``HierarchicalCopyAllReduce`` the
+  ``AddN`` sums outside ``gradient_tape/`` plus the ``_Send``/``_Recv`` copies of
+  their results (copies *into* the reducing device are not separately visible).
+* **compute** (derived, profiled steps): ``step_s - all_reduce_s``: forward,
   backward, optimizer update and TensorFlow's own overheads.
 
-So ``input_wait_s + compute_s + all_reduce_s == total_s`` for every step. The
-tracer adds two ``time.perf_counter`` calls and a list append per phase.
+So ``input_wait_s + compute_s + all_reduce_s == total_s`` for every profiled step,
+and ``all_reduce_s <= step_s``. Unprofiled steps cost two ``perf_counter`` calls
+and a list append; a profiled step also starts and stops a profiler session
+around itself (outside its timed interval) and runs slower while profiled.
 """
 
 from __future__ import annotations
@@ -29,24 +38,26 @@ import contextlib
 import html
 import statistics
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from mirrorkit import _profiler
 from mirrorkit._format import html_table, text_table
-from mirrorkit._units import format_percent, format_seconds, format_size
+from mirrorkit._units import format_percent, format_seconds
 
 _PHASES = ("input_wait_s", "compute_s", "all_reduce_s")
 
 
 @dataclass(frozen=True)
 class StepPhases:
-    """The time of one training step, split into phases (all in seconds).
+    """The time of one profiled training step, split into phases (all in seconds).
 
     Attributes:
-        step: The step's index, from 0.
-        input_wait_s: Measured wait for the step's batch (``next(iterator)``).
+        step: The step's index, from 0, among all steps the tracer timed.
+        input_wait_s: Measured wait for the step's batch (``next(iterator)``; 0 in ``fit``).
         step_s: Measured wall time of the step itself.
-        all_reduce_s: Estimated all-reduce time within the step (capped at ``step_s``).
+        all_reduce_s: Measured by TensorFlow's profiler: wall time inside the step during
+            which at least one replica was running an all-reduce op.
         compute_s: ``step_s - all_reduce_s``.
 
     Example:
@@ -71,45 +82,59 @@ class StepPhases:
 
 @dataclass(frozen=True)
 class StepTrace:
-    """What :meth:`StepTracer.result` returns: per-step phases and their medians.
+    """What :meth:`StepTracer.result` returns.
 
     Attributes:
-        steps: One :class:`StepPhases` per traced step.
-        all_reduce_estimate_s: Median time of the gradients' all-reduce timed alone
-            (``None`` if there were no gradients to reduce).
-        gradient_bytes: Bytes each replica all-reduces per step.
+        steps: One :class:`StepPhases` per *profiled* step, in step order.
+        step_times_s: The measured wall time of *every* step (index = step).
+        input_waits_s: The measured input wait of every step (index = step).
         replicas: Replicas in sync.
-        notes: What is measured and what is estimated.
+        counted: The op types counted as all-reduce in the profiled steps.
+        notes: Anything the reader should know about this trace.
+        profiler_s: Seconds spent starting and stopping the profiler, outside the steps
+            (the profiled steps' own slowdown is in their ``step_s``).
 
     Example:
         >>> from mirrorkit.tracing import StepPhases, StepTrace
-        >>> trace = StepTrace((StepPhases(0, 0.001, 0.010, 0.002, 0.008),), 0.002, 4096, 2)
+        >>> trace = StepTrace((StepPhases(1, 0.001, 0.010, 0.002, 0.008),),
+        ...                   (0.012, 0.010, 0.009), (0.001, 0.001, 0.001), 2,
+        ...                   ("CollectiveReduceV2",))
+        >>> trace.profiled_steps
+        (1,)
         >>> print(trace)  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
-        1 training step on 2 replicas, 4 KiB of gradients all-reduced per step
+        3 training steps timed on 2 replicas, 1 profiled (step 1)
         phase       median   share
         input wait  1 ms     9.09%
         compute     8 ms     72.7%
         all-reduce  2 ms     18.2%
         total       11 ms    100%
-        Measured: input wait (next(iterator)) and step wall time. Estimated: all-reduce ...
+        Median step over all 3 steps: 10 ms (10.5 ms unprofiled, 10 ms profiled).
+        Measured: step and input wait ... Counted as all-reduce: CollectiveReduceV2.
     """
 
     steps: tuple[StepPhases, ...]
-    all_reduce_estimate_s: float | None
-    gradient_bytes: int
+    step_times_s: tuple[float, ...]
+    input_waits_s: tuple[float, ...]
     replicas: int
+    counted: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    profiler_s: float = 0.0
+
+    @property
+    def profiled_steps(self) -> tuple[int, ...]:
+        """The indices of the profiled steps (those in :attr:`steps`)."""
+        return tuple(s.step for s in self.steps)
 
     def median(self, phase: str) -> float:
-        """The median over steps of ``"input_wait_s"``, ``"compute_s"``, ``"all_reduce_s"``,
-        ``"step_s"`` or ``"total_s"`` (0.0 with no steps).
+        """The median over profiled steps of ``"input_wait_s"``, ``"compute_s"``,
+        ``"all_reduce_s"``, ``"step_s"`` or ``"total_s"`` (0.0 with none).
         """  # noqa: D205, D415
         values = [getattr(s, phase) for s in self.steps]
         return statistics.median(values) if values else 0.0
 
     @property
     def fractions(self) -> dict[str, float]:
-        """Each phase's share of the summed time of all steps."""
+        """Each phase's share of the summed time of the profiled steps."""
         total = sum(s.total_s for s in self.steps)
         if not total:
             return dict.fromkeys(_PHASES, 0.0)
@@ -125,24 +150,41 @@ class StepTrace:
         ]
 
     def _headline(self) -> str:
-        n = len(self.steps)
+        n, p = len(self.step_times_s), self.profiled_steps
+        which = ", ".join(str(i) for i in p[:8]) + (", ..." if len(p) > 8 else "")
         return (
-            f"{n} training step{'s' if n != 1 else ''} on {self.replicas} replicas, "
-            f"{format_size(self.gradient_bytes)} of gradients all-reduced per step"
+            f"{n} training step{'s' if n != 1 else ''} timed on {self.replicas} replicas, "
+            f"{len(p)} profiled" + (f" (step{'s' if len(p) != 1 else ''} {which})" if p else "")
         )
 
     def _notes(self) -> list[str]:
-        estimate = (
-            "none (no gradients)"
-            if self.all_reduce_estimate_s is None
-            else format_seconds(self.all_reduce_estimate_s)
+        lines = []
+        if self.step_times_s:
+            profiled = set(self.profiled_steps)
+            plain = [t for i, t in enumerate(self.step_times_s) if i not in profiled]
+            prof = [t for i, t in enumerate(self.step_times_s) if i in profiled]
+            parts = [
+                f"{format_seconds(statistics.median(v))} {label}"
+                for v, label in ((plain, "unprofiled"), (prof, "profiled"))
+                if v
+            ]
+            lines.append(
+                f"Median step over all {len(self.step_times_s)} steps: "
+                f"{format_seconds(statistics.median(self.step_times_s))} ({', '.join(parts)})."
+                + (
+                    f" Starting and stopping the profiler took {format_seconds(self.profiler_s)}."
+                    if self.profiler_s
+                    else ""
+                )
+            )
+        counted = ", ".join(self.counted) or "none found"
+        lines.append(
+            "Measured: step and input wait (perf_counter, every step); all-reduce (TensorFlow's "
+            "profiler, profiled steps: union over replicas of the all-reduce ops' wall time "
+            f"inside the step). Derived: compute = step - all-reduce. Counted as all-reduce: "
+            f"{counted}."
         )
-        return [
-            "Measured: input wait (next(iterator)) and step wall time. Estimated: all-reduce "
-            f"(the same all-reduce timed alone after training: {estimate}). "
-            "Derived: compute = step - all-reduce.",
-            *self.notes,
-        ]
+        return [*lines, *self.notes]
 
     def __str__(self) -> str:
         lines = [self._headline(), *text_table(self._columns()), *self._notes()]
@@ -160,50 +202,67 @@ class StepTrace:
 
 
 class StepTracer:
-    """Time the steps of a real training loop and split them into input, compute, all-reduce.
+    """Time every step of a real training loop; profile a sample to split it into phases.
 
     In a custom loop, fetch each batch through :meth:`next` and run the step inside
     :meth:`step`; with Keras, pass :meth:`callback` to ``model.fit``. Then call
-    :meth:`result`. See the module docstring for what is measured and estimated.
+    :meth:`result`. See the module docstring for what is measured, and how.
 
     Args:
         strategy: The ``tf.distribute.Strategy`` the steps run on.
-        variables: What the step all-reduces gradients for, usually
-            ``model.trainable_variables`` (or ``(shape, dtype)`` pairs). ``None`` with
-            the Keras callback means the model's trainable variables.
-        calibration_repeats: Timed runs of the all-reduce alone (after 2 warm-ups).
+        profile_every: Profile one step in this many (``None``: never profile).
+        profile_from: The first step to profile (the first steps trace and compile
+            ``tf.function`` s, and are not typical).
+
+    Raises:
+        ValueError: If ``profile_every`` is below 1 or ``profile_from`` below 0.
 
     Example:
         >>> import tensorflow as tf
         >>> from mirrorkit.tracing import StepTracer
         >>> strategy = tf.distribute.get_strategy()
         >>> weights = tf.Variable(tf.ones([4]))
-        >>> tracer = StepTracer(strategy, [weights], calibration_repeats=2)
-        >>> batches = iter(tf.data.Dataset.from_tensors(tf.ones([4])).repeat(3))
-        >>> for _ in range(3):
+        >>> tracer = StepTracer(strategy, profile_every=2, profile_from=1)
+        >>> batches = iter(tf.data.Dataset.from_tensors(tf.ones([4])).repeat(4))
+        >>> for _ in range(4):
         ...     batch = tracer.next(batches)
         ...     with tracer.step():
         ...         _ = weights.assign_sub(0.1 * batch)
         >>> trace = tracer.result()
-        >>> len(trace.steps), trace.gradient_bytes
-        (3, 16)
+        >>> len(trace.step_times_s), trace.profiled_steps
+        (4, (1, 3))
         >>> all(abs(s.input_wait_s + s.compute_s + s.all_reduce_s - s.total_s) < 1e-12
         ...     for s in trace.steps)
         True
     """
 
-    def __init__(self, strategy, variables=None, *, calibration_repeats: int = 10):
-        if calibration_repeats < 1:
-            raise ValueError(f"calibration_repeats must be at least 1, got {calibration_repeats}.")
+    def __init__(self, strategy, *, profile_every: int | None = 100, profile_from: int = 2):
+        if profile_every is not None and (
+            isinstance(profile_every, bool)
+            or not isinstance(profile_every, int)
+            or profile_every < 1
+        ):
+            raise ValueError(f"profile_every must be an int >= 1 or None, got {profile_every!r}.")
+        if isinstance(profile_from, bool) or not isinstance(profile_from, int) or profile_from < 0:
+            raise ValueError(f"profile_from must be an int >= 0, got {profile_from!r}.")
         self.strategy = strategy
-        self.calibration_repeats = calibration_repeats
-        self._specs = None if variables is None else _specs(variables)
-        self._estimate: float | None = None
-        self._calibrated = False
-        self._waits: list[float] = []
-        self._steps: list[float] = []
-        self._pending_wait = 0.0
+        self.profile_every = profile_every
+        self.profile_from = profile_from
         self._sync = _needs_sync(strategy)
+        self._notes: list[str] = []
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the steps traced so far; the next step is step 0 again."""
+        if getattr(self, "_open", None) is not None:
+            self._end(keep=False)  # stops a profiler session left running
+        self._waits: list[float] = []
+        self._times: list[float] = []
+        self._profiles: list[tuple[int, bytes]] = []
+        self._pending_wait = 0.0
+        self._profiler_s = 0.0
+        self._open = None  # (start, session, marker) of the step under way
+        self._notes = [n for n in self._notes if n.startswith("Profiling was off")]
 
     def next(self, iterator: Iterator):
         """Return ``next(iterator)``, timing the wait as the next step's input wait.
@@ -217,72 +276,113 @@ class StepTracer:
 
     @contextlib.contextmanager
     def step(self):
-        """Time the step run inside this ``with`` block (a step that raises is not recorded)."""
+        """Time (and maybe profile) the step run inside this ``with`` block.
+
+        A step that raises is not recorded.
+        """
+        self._begin()
+        try:
+            yield
+        except BaseException:
+            self._end(keep=False)
+            raise
+        self._end(keep=True, sync=self._sync)
+
+    def _profiled(self, index: int) -> bool:
+        every = self.profile_every
+        return (
+            every is not None
+            and index >= self.profile_from
+            and (index - self.profile_from) % every == 0
+        )
+
+    def _begin(self) -> None:
+        session = None
+        if self._profiled(len(self._times)):
+            started = time.perf_counter()
+            session = _profiler.Session()
+            try:
+                session.start()
+            except _profiler.ProfilerBusyError as error:
+                session = None
+                self.profile_every = None
+                self._notes.append(
+                    f"Profiling was off: another profiler session was running ({error}). "
+                    "Only step and input wait were measured."
+                )
+            self._profiler_s += time.perf_counter() - started
         start = time.perf_counter()
-        yield
-        if self._sync:
+        # The step marker lies inside the timed interval, so what the profiler finds
+        # inside the marker is inside the step.
+        marker = _profiler.marker(len(self._times)) if session is not None else None
+        self._open = (start, session, marker)
+
+    def _end(self, keep: bool, sync: bool = False) -> None:
+        if self._open is None:
+            return
+        start, session, marker = self._open
+        self._open = None
+        if sync:
             import tensorflow as tf
 
             tf.test.experimental.sync_devices()
-        self._steps.append(time.perf_counter() - start)
-        self._waits.append(self._pending_wait)
+        if marker is not None:
+            marker.Stop()
+        elapsed = time.perf_counter() - start
+        data = None
+        if session is not None:
+            data = session.stop()
+            self._profiler_s += time.perf_counter() - start - elapsed
+        if keep:
+            if data is not None:
+                self._profiles.append((len(self._times), data))
+            self._times.append(elapsed)
+            self._waits.append(self._pending_wait)
         self._pending_wait = 0.0
-
-    def reset(self) -> None:
-        """Forget the steps traced so far (the all-reduce estimate is kept)."""
-        self._waits.clear()
-        self._steps.clear()
-        self._pending_wait = 0.0
-
-    def calibrate(self) -> float | None:
-        """Time the gradients' all-reduce alone on the strategy (median seconds), once.
-
-        Returns:
-            The estimate, or ``None`` if there are no variables to reduce.
-        """
-        if not self._calibrated:
-            if self._specs:
-                self._estimate = _time_all_reduce(
-                    self.strategy, self._specs, self.calibration_repeats
-                )
-            self._calibrated = True
-        return self._estimate
 
     def result(self) -> StepTrace:
-        """Split every traced step into phases (times the all-reduce first, if not yet done)."""
-        estimate = self.calibrate()
-        steps = []
-        capped = 0
-        for i, (wait, step) in enumerate(zip(self._waits, self._steps, strict=True)):
-            reduce = min(estimate or 0.0, step)
-            capped += estimate is not None and estimate > step
-            steps.append(StepPhases(i, wait, step, reduce, step - reduce))
-        notes = []
-        if capped:
+        """Parse the profiled steps and split them into phases (every step's time is kept)."""
+        steps, kinds, notes = [], set(), list(self._notes)
+        for index, data in self._profiles:
+            found = _profiler.all_reduce_per_step(data).get(index)
+            if found is None:
+                notes.append(f"Step {index} was profiled but its marker is not in the profile.")
+                continue
+            _, reduce_s, counted = found
+            step_s = self._times[index]
+            reduce_s = min(reduce_s, step_s)
+            kinds |= counted
+            steps.append(StepPhases(index, self._waits[index], step_s, reduce_s, step_s - reduce_s))
+        if self._profiles and not kinds:
             notes.append(
-                f"In {capped} step(s) the all-reduce alone took longer than the whole step; "
-                "its share there is capped at the step time (the machine is noisy, or "
-                "TensorFlow overlapped the all-reduce with compute)."
+                "No all-reduce op ran in the profiled steps (one replica, no gradients, or an "
+                "all-reduce this tracer does not recognise): all-reduce is 0 there."
             )
-        nbytes = sum(_nbytes(shape, dtype) for shape, dtype in self._specs or ())
         return StepTrace(
-            tuple(steps), estimate, nbytes, self.strategy.num_replicas_in_sync, tuple(notes)
+            tuple(steps),
+            tuple(self._times),
+            tuple(self._waits),
+            self.strategy.num_replicas_in_sync,
+            tuple(sorted(kinds)),
+            tuple(notes),
+            self._profiler_s,
         )
 
     def callback(self):
-        """A ``keras.callbacks.Callback`` that traces every step of ``model.fit`` here.
+        """A ``keras.callbacks.Callback`` that times every step of ``model.fit`` here.
 
-        While ``fit`` runs, it replaces ``model.train_function`` with a wrapper that
-        fetches each batch itself (timed as input wait) and hands it to Keras' compiled
-        one-step function (timed as the step); ``on_train_end`` puts the original back.
-        It needs ``steps_per_execution=1`` (Keras' default) and uses the model's
-        trainable variables when the tracer was made without ``variables``.
+        It only uses ``on_train_batch_begin``, ``on_epoch_end`` and ``on_train_end``, so
+        ``fit`` runs exactly as without it: the same compiled train function, and Keras
+        still dispatches batch-end callbacks asynchronously (a callback with its own
+        ``on_train_batch_end`` would make Keras call them synchronously). A step is the
+        time from one ``on_train_batch_begin`` to the next, so the last step of each
+        epoch is not recorded: what follows it until ``on_epoch_end`` is mostly Keras'
+        end-of-epoch work (ending the dataset iterator, reading metrics, validation),
+        not the step. Keras fetches the batch inside its train function, so input wait
+        is part of the step: ``input_wait_s`` is 0. Step indices count the recorded
+        steps. It needs ``steps_per_execution=1`` (Keras' default).
         """
         return _keras_callback_class()(self)
-
-    def _use_model(self, model) -> None:
-        if self._specs is None:
-            self._specs = _specs(model.trainable_variables)
 
 
 def _keras_callback_class():
@@ -292,32 +392,25 @@ def _keras_callback_class():
         def __init__(self, tracer: StepTracer):
             super().__init__()
             self.tracer = tracer
-            self._original = None
 
         def on_train_begin(self, logs=None):
-            model = self.model
-            if getattr(model, "steps_per_execution", 1) != 1:
+            self.tracer._end(keep=False)  # a fit that raised never reached on_train_end
+            steps = getattr(self.model, "steps_per_execution", 1)
+            if steps != 1:
                 raise ValueError(
                     "StepTracer traces one step at a time: compile the model with "
-                    f"steps_per_execution=1 (it has {model.steps_per_execution})."
+                    f"steps_per_execution=1 (it has {steps})."
                 )
-            self.tracer._use_model(model)
-            original = self._original = model.train_function
-            tracer = self.tracer
 
-            def traced_train_function(iterator):
-                data = tracer.next(iterator)
-                with tracer.step():
-                    # Keras runs its compiled one-step function on each element of a
-                    # plain iterable: here, the one batch just fetched.
-                    return original([data])
+        def on_train_batch_begin(self, batch, logs=None):
+            self.tracer._end(keep=True)
+            self.tracer._begin()
 
-            model.train_function = traced_train_function
+        def on_epoch_end(self, epoch, logs=None):
+            self.tracer._end(keep=False)  # the epoch's last step: its end was not seen
 
         def on_train_end(self, logs=None):
-            if self._original is not None:
-                self.model.train_function = self._original
-                self._original = None
+            self.tracer._end(keep=False)  # stopped early: fit broke out of its loop
 
         def result(self) -> StepTrace:
             return self.tracer.result()
@@ -325,57 +418,8 @@ def _keras_callback_class():
     return StepTracerCallback
 
 
-def _specs(variables) -> tuple[tuple[tuple[int, ...], str], ...]:
-    specs = []
-    for item in variables:
-        if isinstance(item, tuple) and len(item) == 2 and not hasattr(item, "shape"):
-            shape, dtype = item
-        else:
-            shape, dtype = item.shape, item.dtype
-        dtype = getattr(dtype, "name", dtype)
-        specs.append((tuple(int(d) for d in shape), str(dtype)))
-    return tuple(specs)
-
-
-def _nbytes(shape: Sequence[int], dtype: str) -> int:
-    import numpy as np
-
-    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-
-
 def _needs_sync(strategy) -> bool:
     from mirrorkit.devices import replica_devices
 
     devices = replica_devices(strategy)
     return any("GPU" in d.upper() for d in devices)
-
-
-def _time_all_reduce(strategy, specs, repeats: int, warmup: int = 2) -> float:
-    import tensorflow as tf
-
-    values = strategy.experimental_distribute_values_from_function(
-        lambda context: [tf.zeros(shape, dtype) for shape, dtype in specs]
-    )
-
-    def reduce_all(values):
-        context = tf.distribute.get_replica_context()
-        totals = context.all_reduce(tf.distribute.ReduceOp.SUM, list(values))
-        # One element of each sum: depends on every reduction, cheap to fetch.
-        return [tf.reshape(t, [-1])[:1] for t in totals]
-
-    @tf.function
-    def all_reduce(values):
-        return strategy.run(reduce_all, args=(values,))
-
-    def call() -> None:
-        for part in tf.nest.flatten(strategy.experimental_local_results(all_reduce(values))):
-            part.numpy()
-
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from mirrorkit import _profiler
 from mirrorkit.strategy import make_strategy
 from mirrorkit.tracing import StepPhases, StepTrace, StepTracer
 
@@ -26,37 +27,11 @@ class SlowIterator:
         return self.n
 
 
-def test_phases_sum_to_the_wall_time_measured_outside(strategy):
-    variables = [((64, 64), "float32"), ((64,), "float32")]
-    tracer = StepTracer(strategy, variables, calibration_repeats=3)
-    wall = []
-    batches = SlowIterator(5, wait=0.02)
-    for _ in range(5):
-        start = time.perf_counter()
-        tracer.next(batches)
-        with tracer.step():
-            time.sleep(0.03)
-        wall.append(time.perf_counter() - start)
-    with pytest.raises(StopIteration):
-        tracer.next(batches)
-    trace = tracer.result()
-    assert len(trace.steps) == 5
-    for phases, outside in zip(trace.steps, wall, strict=True):
-        parts = phases.input_wait_s + phases.compute_s + phases.all_reduce_s
-        assert parts == pytest.approx(phases.total_s, abs=1e-12)
-        assert phases.total_s == pytest.approx(outside, abs=2e-3)  # tracer's own cost < 2 ms
-        assert phases.input_wait_s >= 0.02
-        assert phases.step_s >= 0.03
-        assert 0 < phases.all_reduce_s <= phases.step_s
-    assert trace.all_reduce_estimate_s > 0
-    assert trace.gradient_bytes == (64 * 64 + 64) * 4
-    assert trace.replicas == strategy.num_replicas_in_sync
-    assert sum(trace.fractions.values()) == pytest.approx(1.0)
-
-
-def test_custom_loop_with_a_real_distributed_step(strategy):
+def distributed_step(strategy, width=64):
     with strategy.scope():
-        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+        model = keras.Sequential(
+            [keras.Input((8,)), keras.layers.Dense(width), keras.layers.Dense(1)]
+        )
         optimizer = keras.optimizers.SGD(0.01)
 
     @tf.function
@@ -70,20 +45,84 @@ def test_custom_loop_with_a_real_distributed_step(strategy):
 
         return strategy.run(step, args=(batch,))
 
-    data = tf.data.Dataset.from_tensor_slices(np.ones((64, 8), np.float32)).batch(16)
+    return model, train_step
+
+
+def test_every_step_is_timed_and_phases_sum_to_the_wall_time_measured_outside(strategy):
+    tracer = StepTracer(strategy, profile_every=2, profile_from=1)
+    wall = []
+    batches = SlowIterator(5, wait=0.02)
+    for _ in range(5):
+        start = time.perf_counter()
+        tracer.next(batches)
+        with tracer.step():
+            time.sleep(0.03)
+        wall.append(time.perf_counter() - start)
+    with pytest.raises(StopIteration):
+        tracer.next(batches)
+    trace = tracer.result()
+    assert len(trace.step_times_s) == len(trace.input_waits_s) == 5
+    assert trace.profiled_steps == (1, 3)
+    for i, outside in enumerate(wall):
+        if i not in trace.profiled_steps:  # profiled steps also start and stop the profiler
+            assert trace.step_times_s[i] + trace.input_waits_s[i] == pytest.approx(
+                outside, abs=2e-3
+            )
+        assert trace.input_waits_s[i] >= 0.02 and trace.step_times_s[i] >= 0.03
+    for phases in trace.steps:
+        parts = phases.input_wait_s + phases.compute_s + phases.all_reduce_s
+        assert parts == pytest.approx(phases.total_s, abs=1e-12)
+        assert phases.step_s == trace.step_times_s[phases.step]
+        assert phases.all_reduce_s == 0  # nothing was all-reduced: sleeping only
+    assert "No all-reduce op ran" in str(trace)
+    assert trace.replicas == strategy.num_replicas_in_sync
+
+
+def test_custom_loop_all_reduce_is_measured_inside_the_real_step(strategy):
+    _, train_step = distributed_step(strategy)
+    data = tf.data.Dataset.from_tensor_slices(np.ones((16 * 64, 8), np.float32)).batch(64)
     iterator = iter(strategy.experimental_distribute_dataset(data))
-    tracer = StepTracer(strategy, model.trainable_variables, calibration_repeats=3)
-    for _ in range(4):
+    tracer = StepTracer(strategy, profile_every=3, profile_from=2)
+    outside = []
+    for _ in range(14):
+        start = time.perf_counter()
         batch = tracer.next(iterator)
         with tracer.step():
             train_step(batch)
+        outside.append(time.perf_counter() - start)
     trace = tracer.result()
-    assert len(trace.steps) == 4
-    assert trace.gradient_bytes == (8 * 4 + 4) * 4
-    assert all(s.input_wait_s > 0 and s.step_s > 0 for s in trace.steps)
+    assert trace.profiled_steps == (2, 5, 8, 11)
+    assert trace.counted == ("CollectiveReduceV2",)
+    for s in trace.steps:
+        assert 0 < s.all_reduce_s <= s.step_s
+        assert s.compute_s > 0
+        assert s.input_wait_s + s.compute_s + s.all_reduce_s == pytest.approx(s.total_s, abs=1e-12)
+        # The profiled step, timed from outside, contains the traced phases.
+        assert s.total_s <= outside[s.step]
+    assert all(w > 0 for w in trace.input_waits_s)
+    # The profiler's step marker (its own clock) spans the step perf_counter timed.
+    for index, data in tracer._profiles:
+        marker_s, reduce_s, _ = _profiler.all_reduce_per_step(data)[index]
+        assert reduce_s <= marker_s <= trace.step_times_s[index]
+        assert marker_s == pytest.approx(trace.step_times_s[index], rel=0.1, abs=5e-4)
+    assert 0 < trace.fractions["all_reduce_s"] < 1
 
 
-def test_keras_fit_callback_traces_every_step_and_restores_the_model(strategy):
+def test_reduction_to_one_device_counts_its_sums(devices):
+    strategy = make_strategy("one_device", devices=devices[:2])
+    _, train_step = distributed_step(strategy)
+    batch = tf.ones((32, 8))
+    tracer = StepTracer(strategy, profile_every=1, profile_from=1)
+    for _ in range(3):
+        with tracer.step():
+            train_step(batch)
+    trace = tracer.result()
+    assert trace.profiled_steps == (1, 2)
+    assert "AddN" in trace.counted
+    assert all(0 < s.all_reduce_s <= s.step_s for s in trace.steps)
+
+
+def test_keras_fit_callback_keeps_the_train_function_and_profiles_a_sample(strategy):
     with strategy.scope():
         model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
         model.compile(keras.optimizers.SGD(0.01), "mse")
@@ -91,29 +130,45 @@ def test_keras_fit_callback_traces_every_step_and_restores_the_model(strategy):
     y = np.zeros((128, 1), np.float32)
     model.fit(x, y, batch_size=32, epochs=1, verbose=0)  # builds Keras' train function
     original = model.train_function
-    tracer = StepTracer(strategy, calibration_repeats=3)
+    tracer = StepTracer(strategy, profile_every=3, profile_from=1)
     callback = tracer.callback()
-    history = model.fit(x, y, batch_size=32, epochs=2, verbose=0, callbacks=[callback])
-    assert model.train_function is original
+    # No batch-end hook: Keras keeps dispatching batch-end callbacks asynchronously.
+    assert "on_train_batch_end" not in type(callback).__dict__
+    seen = []
+
+    class Spy(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            seen.append(self.model.train_function)
+
+    history = model.fit(x, y, batch_size=32, epochs=2, verbose=0, callbacks=[callback, Spy()])
+    assert all(f is original for f in seen) and model.train_function is original
     assert len(history.history["loss"]) == 2
     trace = callback.result()
-    assert len(trace.steps) == 8  # 2 epochs x 4 batches
-    assert trace.gradient_bytes == (8 + 1) * 4
+    assert len(trace.step_times_s) == 6  # 2 epochs x (4 batches - the last, unobserved)
+    assert trace.profiled_steps == (1, 4)
+    assert trace.counted == ("CollectiveReduceV2",)
     for s in trace.steps:
-        assert s.input_wait_s + s.compute_s + s.all_reduce_s == pytest.approx(s.total_s)
-        assert s.input_wait_s > 0 and s.step_s > 0
+        assert s.input_wait_s == 0  # fit fetches inside its train function
+        assert 0 < s.all_reduce_s <= s.step_s
+        assert s.compute_s + s.all_reduce_s == pytest.approx(s.step_s)
 
 
-def test_keras_training_still_learns_under_the_tracer(devices):
+def test_keras_training_still_learns_with_validation_under_the_tracer(devices):
     strategy = make_strategy("one_device", devices=devices[:2])
     with strategy.scope():
         model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
         model.compile(keras.optimizers.SGD(0.1), "mse")
     x = np.linspace(-1, 1, 64, dtype=np.float32)[:, None]
-    tracer = StepTracer(strategy, calibration_repeats=2)
-    history = model.fit(x, 3 * x, batch_size=16, epochs=5, verbose=0, callbacks=[tracer.callback()])
+    tracer = StepTracer(strategy, profile_every=None)
+    history = model.fit(
+        x, 3 * x, batch_size=16, epochs=5, verbose=0, validation_data=(x, 3 * x),
+        callbacks=[tracer.callback()],
+    )  # fmt: skip
     assert history.history["loss"][-1] < history.history["loss"][0]
-    assert len(tracer.result().steps) == 20
+    trace = tracer.result()
+    assert len(trace.step_times_s) == 5 * 3  # each epoch's last step is not recorded
+    assert max(trace.step_times_s) < 0.5
+    assert trace.steps == ()
 
 
 def test_steps_per_execution_above_one_is_refused(strategy):
@@ -125,49 +180,63 @@ def test_steps_per_execution_above_one_is_refused(strategy):
         model.fit(np.ones((8, 2)), np.ones((8, 1)), verbose=0, callbacks=[tracer.callback()])
 
 
-def test_all_reduce_estimate_is_capped_at_the_step(strategy):
-    tracer = StepTracer(strategy, [((256, 256), "float32")], calibration_repeats=2)
-    with tracer.step():
-        pass  # a step far shorter than any all-reduce
+def test_a_busy_profiler_turns_profiling_off_but_timing_goes_on(strategy):
+    other = _profiler.Session()
+    other.start()
+    try:
+        tracer = StepTracer(strategy, profile_every=1, profile_from=0)
+        for _ in range(2):
+            with tracer.step():
+                pass
+    finally:
+        other.stop()
     trace = tracer.result()
-    (phases,) = trace.steps
-    assert phases.all_reduce_s == phases.step_s and phases.compute_s == 0
-    assert "capped" in str(trace)
+    assert len(trace.step_times_s) == 2 and trace.steps == ()
+    assert "another profiler session was running" in str(trace)
 
 
-def test_no_variables_means_no_all_reduce(strategy):
-    tracer = StepTracer(strategy)
-    with tracer.step():
-        time.sleep(0.001)
-    trace = tracer.result()
-    assert trace.all_reduce_estimate_s is None
-    assert trace.steps[0].all_reduce_s == 0 and trace.steps[0].compute_s > 0
-
-
-def test_a_failing_step_is_not_recorded_and_reset_forgets(strategy):
-    tracer = StepTracer(strategy)
+def test_a_failing_step_is_not_recorded_stops_its_profiler_and_reset_forgets(strategy):
+    tracer = StepTracer(strategy, profile_every=1, profile_from=0)
     with pytest.raises(ZeroDivisionError), tracer.step():
         1 / 0  # noqa: B018
-    assert tracer.result().steps == ()
-    with tracer.step():
+    assert tracer.result().step_times_s == ()
+    with tracer.step():  # would fail if the failed step left its profiler running
         pass
+    assert tracer.result().profiled_steps == (0,)
     tracer.reset()
-    assert tracer.result().steps == ()
+    assert tracer.result().step_times_s == ()
+
+
+def test_union_of_intervals_counts_overlaps_once():
+    assert _profiler.union_length([]) == 0
+    assert _profiler.union_length([(0, 10), (2, 3), (10, 15), (20, 21)]) == 16
+    assert _profiler.reduce_kind("a/CollectiveReduceV2:CollectiveReduceV2") == "CollectiveReduceV2"
+    assert _profiler.reduce_kind("gradient_tape/a/AddN:AddN") is None
+    assert _profiler.reduce_kind("ncclDevKernel_AllReduce_Sum_f32", on_device=True) == "NCCL kernel"
 
 
 def test_trace_reprs():
-    trace = StepTrace((StepPhases(0, 0.001, 0.010, 0.002, 0.008),), 0.002, 4096, 2)
+    trace = StepTrace((StepPhases(0, 0.001, 0.010, 0.002, 0.008),), (0.010,), (0.001,), 2)
     text = str(trace)
-    assert (
-        text.splitlines()[0]
-        == "1 training step on 2 replicas, 4 KiB of gradients all-reduced per step"
-    )
-    assert "Estimated: all-reduce" in text
+    assert text.splitlines()[0] == "1 training step timed on 2 replicas, 1 profiled (step 0)"
+    assert "Measured: step and input wait" in text and "none found" in text
     assert trace.median("total_s") == pytest.approx(0.011)
     page = trace._repr_html_()
     assert "<table>" in page and "all-reduce" in page
+    empty = StepTrace((), (), (), 1)
+    assert empty.fractions == {"input_wait_s": 0.0, "compute_s": 0.0, "all_reduce_s": 0.0}
+    assert str(empty).startswith("0 training steps timed on 1 replicas, 0 profiled")
 
 
-def test_bad_calibration_repeats(strategy):
-    with pytest.raises(ValueError, match="calibration_repeats must be at least 1"):
-        StepTracer(strategy, calibration_repeats=0)
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"profile_every": 0}, "profile_every"),
+        ({"profile_every": 1.5}, "profile_every"),
+        ({"profile_every": True}, "profile_every"),
+        ({"profile_from": -1}, "profile_from"),
+    ],
+)
+def test_bad_arguments(strategy, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        StepTracer(strategy, **kwargs)
