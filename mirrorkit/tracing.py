@@ -38,7 +38,7 @@ import contextlib
 import html
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from mirrorkit import _profiler
@@ -213,9 +213,14 @@ class StepTracer:
         profile_every: Profile one step in this many (``None``: never profile).
         profile_from: The first step to profile (the first steps trace and compile
             ``tf.function`` s, and are not typical).
+        on_step: Optional function called with each profiled step's
+            :class:`StepPhases` as soon as the step ends, to draw it live (for example
+            ``mirrorwidgets.StepTimeline().append``). Its parsing time is counted as
+            profiler overhead.
 
     Raises:
         ValueError: If ``profile_every`` is below 1 or ``profile_from`` below 0.
+        TypeError: If ``on_step`` is not callable.
 
     Example:
         >>> import tensorflow as tf
@@ -236,7 +241,14 @@ class StepTracer:
         True
     """
 
-    def __init__(self, strategy, *, profile_every: int | None = 100, profile_from: int = 2):
+    def __init__(
+        self,
+        strategy,
+        *,
+        profile_every: int | None = 100,
+        profile_from: int = 2,
+        on_step: Callable[[StepPhases], object] | None = None,
+    ):
         if profile_every is not None and (
             isinstance(profile_every, bool)
             or not isinstance(profile_every, int)
@@ -245,7 +257,10 @@ class StepTracer:
             raise ValueError(f"profile_every must be an int >= 1 or None, got {profile_every!r}.")
         if isinstance(profile_from, bool) or not isinstance(profile_from, int) or profile_from < 0:
             raise ValueError(f"profile_from must be an int >= 0, got {profile_from!r}.")
+        if on_step is not None and not callable(on_step):
+            raise TypeError(f"on_step must be a function of StepPhases, got {on_step!r}.")
         self.strategy = strategy
+        self.on_step = on_step
         self.profile_every = profile_every
         self.profile_from = profile_from
         self._sync = _needs_sync(strategy)
@@ -334,25 +349,38 @@ class StepTracer:
             data = session.stop()
             self._profiler_s += time.perf_counter() - start - elapsed
         if keep:
-            if data is not None:
-                self._profiles.append((len(self._times), data))
+            index = len(self._times)
             self._times.append(elapsed)
             self._waits.append(self._pending_wait)
+            if data is not None:
+                self._profiles.append((index, data))
+                if self.on_step is not None:  # live: split this step now, not at result()
+                    started = time.perf_counter()
+                    phases, _ = self._split(index, data)
+                    self._profiler_s += time.perf_counter() - started
+                    if phases is not None:
+                        self.on_step(phases)
         self._pending_wait = 0.0
+
+    def _split(self, index: int, data: bytes) -> tuple[StepPhases | None, set[str]]:
+        found = _profiler.all_reduce_per_step(data).get(index)
+        if found is None:
+            return None, set()
+        _, reduce_s, counted = found
+        step_s = self._times[index]
+        reduce_s = min(reduce_s, step_s)
+        return StepPhases(index, self._waits[index], step_s, reduce_s, step_s - reduce_s), counted
 
     def result(self) -> StepTrace:
         """Parse the profiled steps and split them into phases (every step's time is kept)."""
         steps, kinds, notes = [], set(), list(self._notes)
         for index, data in self._profiles:
-            found = _profiler.all_reduce_per_step(data).get(index)
-            if found is None:
+            phases, counted = self._split(index, data)
+            if phases is None:
                 notes.append(f"Step {index} was profiled but its marker is not in the profile.")
                 continue
-            _, reduce_s, counted = found
-            step_s = self._times[index]
-            reduce_s = min(reduce_s, step_s)
             kinds |= counted
-            steps.append(StepPhases(index, self._waits[index], step_s, reduce_s, step_s - reduce_s))
+            steps.append(phases)
         if self._profiles and not kinds:
             notes.append(
                 "No all-reduce op ran in the profiled steps (one replica, no gradients, or an "

@@ -240,3 +240,21 @@ def test_trace_reprs():
 def test_bad_arguments(strategy, kwargs, match):
     with pytest.raises(ValueError, match=match):
         StepTracer(strategy, **kwargs)
+
+
+def test_on_step_receives_each_profiled_step_as_it_ends(strategy):
+    _, train_step = distributed_step(strategy)
+    data = tf.data.Dataset.from_tensor_slices(np.ones((8 * 64, 8), np.float32)).batch(64)
+    iterator = iter(strategy.experimental_distribute_dataset(data))
+    live = []
+    tracer = StepTracer(strategy, profile_every=2, profile_from=1, on_step=live.append)
+    seen_after_step = []
+    for _ in range(6):
+        batch = tracer.next(iterator)
+        with tracer.step():
+            train_step(batch)
+        seen_after_step.append(len(live))
+    assert seen_after_step == [0, 1, 1, 2, 2, 3]  # delivered at the end of steps 1, 3, 5
+    assert live == list(tracer.result().steps)
+    with pytest.raises(TypeError, match="on_step must be a function"):
+        StepTracer(strategy, on_step="timeline")

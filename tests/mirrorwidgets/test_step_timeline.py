@@ -203,3 +203,23 @@ def test_bad_throttle_settings():
         StepTimeline(budget=0.0)
     with pytest.raises(traitlets.TraitError, match="min_interval must be >= 0"):
         StepTimeline(min_interval=-1.0)
+
+
+def test_fed_live_by_a_real_step_tracer(strategy):
+    import tensorflow as tf
+
+    from mirrorkit.tracing import StepTracer
+
+    @tf.function
+    def step():
+        context = tf.distribute.get_replica_context
+        return strategy.run(lambda: context().all_reduce("sum", tf.ones([1024])))
+
+    timeline = StepTimeline()
+    tracer = StepTracer(strategy, profile_every=1, profile_from=1, on_step=timeline.append)
+    for _ in range(4):
+        with tracer.step():
+            step()
+    timeline.flush()
+    assert timeline.num_steps == 3  # steps 1, 2 and 3 were profiled and drawn as they ended
+    assert timeline.step == 3
