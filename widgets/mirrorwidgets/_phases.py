@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
-from mirrorwidgets._records import _scalar
+from mirrorkit.tracing import StepPhases as Phases  # the tracer's own record, checked here
+from mirrorwidgets._records import _scalar, check_increasing
 
 TIMES = ("input_wait_s", "step_s", "all_reduce_s", "compute_s")
 FIELDS = ("step", *TIMES)
@@ -16,21 +16,6 @@ _HINT = (
     "seconds, compute_s + all_reduce_s == step_s), as attributes (mirrorkit's StepPhases) "
     "or dict keys."
 )
-
-
-@dataclass(frozen=True)
-class Phases:
-    """One training step's time, split into phases (seconds)."""
-
-    step: int
-    input_wait_s: float
-    step_s: float
-    all_reduce_s: float
-    compute_s: float
-
-    @property
-    def total_s(self) -> float:
-        return self.input_wait_s + self.step_s
 
 
 def _field(record, name: str, where: str):
@@ -96,12 +81,7 @@ def read_steps(source, what: str) -> tuple[Phases, ...]:
 
 def check_order(steps: tuple[Phases, ...]) -> None:
     """Steps must increase, one bar each, in training order."""
-    for before, after in zip(steps, steps[1:], strict=False):
-        if after.step <= before.step:
-            raise ValueError(
-                f"steps must increase, but step {after.step} comes after step {before.step}; "
-                "pass the steps in training order."
-            )
+    check_increasing(steps, "pass the steps in training order.")
 
 
 def thin(steps: tuple[Phases, ...], max_points: int) -> list[tuple[int, int, dict[str, float]]]:

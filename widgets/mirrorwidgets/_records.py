@@ -106,9 +106,14 @@ def read_records(source, what: str) -> tuple[ScaleRecord, ...]:
 
 def check_order(records: tuple[ScaleRecord, ...]) -> None:
     """Steps must increase, so that the loss scale can be drawn over them."""
-    for before, after in zip(records, records[1:], strict=False):
+    check_increasing(records, "pass the records in training order, one per step.")
+
+
+def check_increasing(items, advice: str) -> None:
+    """Raise ValueError, ending with ``advice``, unless the items' ``step`` increases."""
+    for before, after in zip(items, items[1:], strict=False):
         if after.step <= before.step:
             raise ValueError(
                 f"steps must increase, but step {after.step} comes after step {before.step}; "
-                "pass the records in training order, one per step."
+                + advice
             )
