@@ -56,6 +56,24 @@ _EXPORTS = {
     "StepPhases": "mirrorkit.tracing",
     "StepTrace": "mirrorkit.tracing",
     "StepTracer": "mirrorkit.tracing",
+    "EVENT_KINDS": "mirrorkit.events",
+    "WORKER_STATES": "mirrorkit.events",
+    "ClusterStatus": "mirrorkit.events",
+    "WorkerEvent": "mirrorkit.events",
+    "WorkerStatus": "mirrorkit.events",
+    "ClusterError": "mirrorkit.errors",
+    "ClusterStartError": "mirrorkit.errors",
+    "WorkerFailedError": "mirrorkit.errors",
+    "ClusterTimeoutError": "mirrorkit.errors",
+    "ClusterSecurityWarning": "mirrorkit.errors",
+    "LocalCluster": "mirrorkit.launcher",
+    "ClusterRun": "mirrorkit.launcher",
+    "KillWorker": "mirrorkit.launcher",
+    "NETWORKS": "mirrorkit.launcher",
+    "WorkerContext": "mirrorkit.worker",
+    "current_context": "mirrorkit.worker",
+    "FitReadyModel": "mirrorkit.keras_fit",
+    "fit_ready": "mirrorkit.keras_fit",
 }
 
 __all__ = [
@@ -65,10 +83,21 @@ __all__ = [
     "AllReduceRecord",
     "AllReduceUnavailableError",
     "CheckResult",
+    "ClusterError",
+    "ClusterRun",
+    "ClusterSecurityWarning",
+    "ClusterStartError",
+    "ClusterStatus",
+    "ClusterTimeoutError",
+    "EVENT_KINDS",
+    "FitReadyModel",
     "InputPreview",
+    "KillWorker",
+    "LocalCluster",
     "LossScaleHistory",
     "LossScaleStep",
     "MIXED_PRECISION_POLICIES",
+    "NETWORKS",
     "ReplicaBatch",
     "ReplicaRow",
     "ReplicaSetupError",
@@ -77,7 +106,12 @@ __all__ = [
     "StepPhases",
     "StepTrace",
     "StepTracer",
+    "WORKER_STATES",
     "WeightGradient",
+    "WorkerContext",
+    "WorkerEvent",
+    "WorkerFailedError",
+    "WorkerStatus",
     "available_algorithms",
     "benchmark_all_reduce",
     "bus_bandwidth",
@@ -87,6 +121,8 @@ __all__ = [
     "check_mirrored",
     "check_per_replica",
     "check_step_equivalence",
+    "current_context",
+    "fit_ready",
     "inspect",
     "make_reproducible",
     "make_strategy",
@@ -117,7 +153,22 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from mirrorkit.devices import replica_devices, simulate_replicas
     from mirrorkit.equivalence import StepEquivalence, WeightGradient, check_step_equivalence
-    from mirrorkit.errors import AllReduceUnavailableError, ReplicaSetupError
+    from mirrorkit.errors import (
+        AllReduceUnavailableError,
+        ClusterError,
+        ClusterSecurityWarning,
+        ClusterStartError,
+        ClusterTimeoutError,
+        ReplicaSetupError,
+        WorkerFailedError,
+    )
+    from mirrorkit.events import (
+        EVENT_KINDS,
+        WORKER_STATES,
+        ClusterStatus,
+        WorkerEvent,
+        WorkerStatus,
+    )
     from mirrorkit.input_preview import (
         AUTO_SHARD_POLICIES,
         InputPreview,
@@ -125,6 +176,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         preview_input,
     )
     from mirrorkit.inspection import ReplicaRow, ReplicaTable, inspect
+    from mirrorkit.keras_fit import FitReadyModel, fit_ready
+    from mirrorkit.launcher import NETWORKS, ClusterRun, KillWorker, LocalCluster
     from mirrorkit.mixed_precision import (
         MIXED_PRECISION_POLICIES,
         LossScaleHistory,
@@ -135,6 +188,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mirrorkit.reproducibility import make_reproducible
     from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS, make_strategy
     from mirrorkit.tracing import StepPhases, StepTrace, StepTracer
+    from mirrorkit.worker import WorkerContext, current_context
 
 
 def __getattr__(name: str) -> Any:

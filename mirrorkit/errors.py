@@ -21,3 +21,67 @@ class AllReduceUnavailableError(RuntimeError):
         >>> issubclass(AllReduceUnavailableError, RuntimeError)
         True
     """
+
+
+class ClusterError(RuntimeError):
+    """A local cluster run went wrong; ``run`` holds what was seen up to then.
+
+    Attributes:
+        run: The :class:`mirrorkit.ClusterRun` so far (events, output, exits), or ``None``.
+
+    Example:
+        >>> from mirrorkit import ClusterError
+        >>> ClusterError("no cluster").run is None
+        True
+    """
+
+    def __init__(self, message: str, run=None) -> None:
+        super().__init__(message)
+        self.run = run
+
+
+class ClusterStartError(ClusterError):
+    """The cluster did not form: a worker did not start, or did not join in time.
+
+    Example:
+        >>> from mirrorkit import ClusterError, ClusterStartError
+        >>> issubclass(ClusterStartError, ClusterError)
+        True
+    """
+
+
+class WorkerFailedError(ClusterError):
+    """A worker failed or died while the cluster trained; the others were stopped.
+
+    Attributes:
+        worker: Task index of the worker that failed first.
+
+    Example:
+        >>> from mirrorkit import WorkerFailedError
+        >>> WorkerFailedError("worker 1 was killed", worker=1).worker
+        1
+    """
+
+    def __init__(self, message: str, run=None, worker: int | None = None) -> None:
+        super().__init__(message, run)
+        self.worker = worker
+
+
+class ClusterTimeoutError(ClusterError):
+    """The run took longer than the ``timeout`` it was given; every worker was stopped.
+
+    Example:
+        >>> from mirrorkit import ClusterError, ClusterTimeoutError
+        >>> issubclass(ClusterTimeoutError, ClusterError)
+        True
+    """
+
+
+class ClusterSecurityWarning(UserWarning):
+    """The workers' unauthenticated gRPC servers are reachable from the machine's network.
+
+    Example:
+        >>> from mirrorkit import ClusterSecurityWarning
+        >>> issubclass(ClusterSecurityWarning, UserWarning)
+        True
+    """

@@ -1,0 +1,102 @@
+"""Process plumbing for the local cluster: parent-death signals, free ports, the process table."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import socket
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> bool:
+    """Ask Linux to send ``sig`` to this process when its parent ends; exit if it already has.
+
+    Returns whether the kernel accepted the request (False off Linux).
+    """
+    libc_name = ctypes.util.find_library("c")
+    if not libc_name:
+        return False
+    try:
+        libc = ctypes.CDLL(libc_name, use_errno=True)
+        accepted = libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != parent_pid:  # the parent ended before the request was made
+        os._exit(70)
+    return accepted
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct TCP ports that were free on ``host`` a moment ago."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((host, 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids of live processes whose command line contains ``marker`` (reads /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def listening_sockets(pid: int | str = "self") -> list[str]:
+    """``address:port`` of every listening TCP socket in the network namespace of ``pid``."""
+    found = []
+    for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        try:
+            lines = Path(f"/proc/{pid}/net/{name}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 4 or fields[3] != "0A":  # 0A is TCP_LISTEN
+                continue
+            address_hex, port_hex = fields[1].split(":")
+            raw = bytes.fromhex(address_hex)
+            # /proc prints each 32-bit word in host (little-endian) order.
+            raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            address = socket.inet_ntop(family, raw)
+            found.append(
+                f"[{address}]:{int(port_hex, 16)}"
+                if ":" in address
+                else f"{address}:{int(port_hex, 16)}"
+            )
+    return sorted(set(found))
+
+
+def interfaces() -> list[str]:
+    """Names of the network interfaces this process's network namespace has."""
+    return sorted(name for _, name in socket.if_nameindex())
+
+
+def describe_exit(returncode: int | None) -> str:
+    """'exit status 1' or 'killed by SIGKILL' for a Popen return code."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"

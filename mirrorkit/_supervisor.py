@@ -1,0 +1,200 @@
+"""The supervisor: one process per cluster run that owns the workers.
+
+It is started by :class:`mirrorkit.LocalCluster` with pipes for stdin and stdout. It
+moves into a private network namespace (unless told to share the machine's network),
+picks the ports, starts one worker process per task and forwards, as JSON lines on
+stdout, every line a worker prints, every event a worker reports and every exit.
+
+It never outlives its owner: the kernel kills it when the owner ends (PDEATHSIG), and
+end-of-file on stdin (the owner closed the pipe or died) kills every worker. Each
+worker is tied to the supervisor the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from mirrorkit import _procs
+
+_write_lock = threading.Lock()
+
+
+def send(message: dict) -> None:
+    line = json.dumps(message) + "\n"
+    with _write_lock:
+        try:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+        except (BrokenPipeError, ValueError):
+            os._exit(0)  # the owner is gone; the workers die with this process
+
+
+class Supervisor:
+    def __init__(self, spec: dict) -> None:
+        self.spec = spec
+        self.workers: dict[int, subprocess.Popen] = {}
+        self.ready: set[int] = set()
+        self.finished: set[int] = set()
+        self.pumps: dict[int, list[threading.Thread]] = {}
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+
+    def network(self) -> dict:
+        mode = self.spec["network"]
+        if mode == "private":
+            try:
+                from mirrorkit import _netns
+
+                how = _netns.enter_private_network()
+                return {"mode": "private", "how": how}
+            except OSError as error:
+                if self.spec.get("require_private"):
+                    raise
+                return {"mode": "shared", "why": str(error)}
+        return {"mode": "shared", "why": "asked for network='shared'"}
+
+    def start(self) -> None:
+        network = self.network()
+        host = self.spec["host"]
+        ports = _procs.free_ports(self.spec["num_workers"], host)
+        addresses = [f"{host}:{port}" for port in ports]
+        network.update(interfaces=_procs.interfaces(), addresses=addresses)
+        send({"type": "network", **network})
+        for index in range(self.spec["num_workers"]):
+            if index in self.spec["absent"]:
+                continue
+            self.workers[index] = self.spawn(index, addresses)
+
+    def spawn(self, index: int, addresses: list[str]) -> subprocess.Popen:
+        tf_config = {
+            "cluster": {"worker": addresses},
+            "task": {"type": "worker", "index": index},
+        }
+        read_fd, write_fd = os.pipe()
+        env = dict(os.environ)
+        env.update(self.spec["env"])
+        env.update(
+            TF_CONFIG=json.dumps(tf_config),
+            MIRRORKIT_EVENT_FD=str(write_fd),
+            MIRRORKIT_SUPERVISOR_PID=str(os.getpid()),
+            PYTHONUNBUFFERED="1",
+        )
+        if self.spec["fault"] and self.spec["fault"]["worker"] == index:
+            env["MIRRORKIT_KILL_AT_STEP"] = str(self.spec["fault"]["step"])
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mirrorkit._worker_main", self.spec["run_dir"], str(index)],
+            stdin=subprocess.PIPE,  # closed when every worker has finished: time to leave
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(write_fd,),
+            env=env,
+            cwd=self.spec["cwd"],
+        )
+        os.close(write_fd)
+        send({"type": "spawned", "worker": index, "pid": process.pid, "address": addresses[index]})
+        pumps = [
+            threading.Thread(target=self.pump_output, args=(index, process), daemon=True),
+            threading.Thread(target=self.pump_events, args=(index, read_fd), daemon=True),
+        ]
+        for pump in pumps:
+            pump.start()
+        self.pumps[index] = pumps
+        return process
+
+    def pump_output(self, index: int, process: subprocess.Popen) -> None:
+        for raw in iter(process.stdout.readline, b""):
+            text = raw.decode("utf-8", errors="replace").rstrip("\n")
+            send({"type": "output", "worker": index, "text": text})
+
+    def pump_events(self, index: int, read_fd: int) -> None:
+        with os.fdopen(read_fd, "rb") as stream:
+            for raw in stream:
+                try:
+                    event = json.loads(raw)
+                except json.JSONDecodeError:
+                    continue
+                event["worker"] = index
+                send({"type": "event", **event})
+                if event.get("kind") == "ready":
+                    self.note_ready(index)
+                elif event.get("kind") == "finished":
+                    self.note_finished(index)
+
+    def note_ready(self, index: int) -> None:
+        with self.lock:
+            self.ready.add(index)
+            complete = len(self.ready) == self.spec["num_workers"]
+        if complete:  # what the workers listen on, seen from inside their namespace
+            send({"type": "listening", "sockets": _procs.listening_sockets()})
+
+    def note_finished(self, index: int) -> None:
+        with self.lock:
+            self.finished.add(index)
+            complete = len(self.finished) == len(self.workers)
+        if complete:
+            for process in self.workers.values():
+                with contextlib.suppress(OSError):
+                    process.stdin.close()
+
+    def watch_owner(self) -> None:
+        for line in sys.stdin:
+            if line.strip() == "stop":
+                break
+        self.stop()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for process in self.workers.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + self.spec["grace_seconds"]
+        for process in self.workers.values():
+            try:
+                process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+        for index, process in self.workers.items():
+            send({"type": "exit", "worker": index, "returncode": process.wait()})
+        send({"type": "stopped"})
+        os._exit(0)
+
+    def wait(self) -> None:
+        remaining = dict(self.workers)
+        while remaining:
+            for index, process in list(remaining.items()):
+                code = process.poll()
+                if code is not None:
+                    del remaining[index]
+                    for pump in self.pumps[index]:  # its last lines go out before its exit
+                        pump.join(timeout=2.0)
+                    send({"type": "exit", "worker": index, "returncode": code})
+            time.sleep(0.02)
+        send({"type": "done"})
+
+
+def main(spec_path: str, owner_pid: str) -> None:
+    _procs.die_with_parent(int(owner_pid))
+    with open(spec_path) as handle:
+        spec = json.load(handle)
+    supervisor = Supervisor(spec)
+    signal.signal(signal.SIGTERM, lambda *_: supervisor.stop())
+    try:
+        supervisor.start()
+    except Exception as error:  # report, then end: the owner raises it with context
+        send({"type": "fatal", "text": f"{type(error).__name__}: {error}"})
+        os._exit(2)
+    threading.Thread(target=supervisor.watch_owner, daemon=True).start()
+    supervisor.wait()
+    # Stay until the owner has read everything and closes our stdin (or says stop).
+    supervisor.stopping.wait()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

@@ -1,0 +1,706 @@
+"""LocalCluster: a real MultiWorkerMirroredStrategy cluster of local processes, from a notebook.
+
+Each worker is its own Python process with its own TF_CONFIG, talking to the others
+over gRPC on loopback ports picked for the run. By default the workers live in a
+private network namespace, so their unauthenticated gRPC servers (which TensorFlow
+binds to every interface) are reachable from nowhere else. Every wait is bounded,
+every process ends with the run, and a worker that fails is reported with its exit
+status and the last lines it printed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mirrorkit import _procs
+from mirrorkit.errors import (
+    ClusterError,
+    ClusterSecurityWarning,
+    ClusterStartError,
+    ClusterTimeoutError,
+    WorkerFailedError,
+)
+from mirrorkit.events import ClusterStatus, WorkerEvent
+
+NETWORKS = ("private", "shared")
+
+_LAST_LINES = 8
+_live_supervisors: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_live_supervisors() -> None:  # the kernel is shutting down: take the workers along
+    for process in list(_live_supervisors):
+        if process.poll() is None:
+            process.kill()
+
+
+@dataclass(frozen=True)
+class KillWorker:
+    """Fault injection: SIGKILL one worker right after it reports a chosen step.
+
+    The worker's :meth:`mirrorkit.WorkerContext.report` call for that step kills
+    the process, as a power cut or an out-of-memory kill would.
+
+    Attributes:
+        worker: Task index of the worker to kill.
+        at_step: The step after which it dies (1 is the first step).
+
+    Example:
+        >>> from mirrorkit import KillWorker
+        >>> KillWorker(worker=1, at_step=3)
+        KillWorker(worker=1, at_step=3)
+    """
+
+    worker: int
+    at_step: int
+
+    def __post_init__(self) -> None:
+        for name in ("worker", "at_step"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"KillWorker.{name} must be an int, got {value!r}.")
+        if self.worker < 0 or self.at_step < 1:
+            raise ValueError(
+                f"KillWorker needs worker >= 0 and at_step >= 1, got worker={self.worker}, "
+                f"at_step={self.at_step}."
+            )
+
+
+@dataclass
+class ClusterRun:
+    """What one cluster run did: each worker's result, events, output and exit.
+
+    Attributes:
+        num_workers: Workers in the cluster.
+        network: ``"private"`` (own network namespace) or ``"shared"`` (the machine's).
+        network_note: How the namespace was made, or why the network is shared.
+        addresses: Each worker's ``host:port``.
+        interfaces: Network interfaces the workers could use.
+        listening: Listening TCP sockets seen from the workers' network once all joined.
+        results: Each worker's return value (``None`` where it did not finish).
+        events: Every :class:`mirrorkit.WorkerEvent`, in arrival order.
+        status: The final :class:`mirrorkit.ClusterStatus`.
+        output: Lines each worker printed.
+        exits: How each worker's process ended (``"exit status 0"``, ``"killed by SIGKILL"``).
+        start_seconds: From launch until every worker had joined (``None`` if never).
+        wall_seconds: From launch until the last process ended.
+
+    Example:
+        >>> from mirrorkit import ClusterRun
+        >>> run = ClusterRun(num_workers=2, results=[{"loss": 0.5}, {"loss": 0.5}])
+        >>> run.result
+        {'loss': 0.5}
+    """
+
+    num_workers: int
+    network: str = ""
+    network_note: str = ""
+    addresses: list[str] = field(default_factory=list)
+    interfaces: list[str] = field(default_factory=list)
+    listening: list[str] = field(default_factory=list)
+    results: list[Any] = field(default_factory=list)
+    events: list[WorkerEvent] = field(default_factory=list)
+    status: ClusterStatus | None = None
+    output: dict[int, list[str]] = field(default_factory=dict)
+    exits: dict[int, str] = field(default_factory=dict)
+    start_seconds: float | None = None
+    wall_seconds: float | None = None
+
+    @property
+    def result(self) -> Any:
+        """The chief's (worker 0's) return value.
+
+        Example:
+            >>> from mirrorkit import ClusterRun
+            >>> ClusterRun(num_workers=1, results=[42]).result
+            42
+        """
+        return self.results[0] if self.results else None
+
+    @property
+    def tf_configs(self) -> list[dict]:
+        """The TF_CONFIG each worker was given, as dicts.
+
+        Example:
+            >>> from mirrorkit import ClusterRun
+            >>> ClusterRun(num_workers=2, addresses=["127.0.0.1:1", "127.0.0.1:2"]).tf_configs[1]
+            {'cluster': {'worker': ['127.0.0.1:1', '127.0.0.1:2']}, 'task': {'type': 'worker', 'index': 1}}
+        """  # noqa: E501
+        return [
+            {"cluster": {"worker": list(self.addresses)}, "task": {"type": "worker", "index": i}}
+            for i in range(len(self.addresses))
+        ]
+
+    def summary(self) -> str:
+        """One line per worker: state, steps, last loss and how its process ended.
+
+        Example:
+            >>> from mirrorkit import ClusterRun, ClusterStatus, WorkerEvent
+            >>> status = ClusterStatus(1)
+            >>> status.apply(WorkerEvent(0, "step", step=4, metrics={"loss": 0.125}))
+            >>> status.apply(WorkerEvent(0, "finished"))
+            >>> run = ClusterRun(num_workers=1, status=status, exits={0: "exit status 0"})
+            >>> print(run.summary())
+            worker 0 (chief): finished, 4 steps, last loss 0.125, exit status 0
+        """
+        lines = []
+        for worker in self.status.workers if self.status else []:
+            role = " (chief)" if worker.is_chief else ""
+            steps = f"{worker.step} steps" if worker.step is not None else "no steps"
+            loss = f", last loss {worker.losses[-1][1]:.4g}" if worker.losses else ""
+            ending = self.exits.get(worker.worker, "never started")
+            why = f" - {worker.message}" if worker.message not in ("", ending) else ""
+            lines.append(
+                f"worker {worker.worker}{role}: {worker.state}, {steps}{loss}, {ending}{why}"
+            )
+        return "\n".join(lines)
+
+
+class LocalCluster:
+    """Run a function on a real ``MultiWorkerMirroredStrategy`` cluster of local processes.
+
+    Each run starts ``num_workers`` fresh processes, each joins the cluster
+    (``MultiWorkerMirroredStrategy`` from its own TF_CONFIG), runs your function with a
+    :class:`mirrorkit.WorkerContext`, and hands its return value back. Their output
+    is printed here, labelled. When the run ends - finished, failed, timed out or
+    interrupted with the stop button - every process is gone; if the notebook's
+    kernel dies, the kernel's death takes them too.
+
+    Args:
+        num_workers: How many worker processes (1-16).
+        network: ``"private"`` (default): the workers get their own network namespace
+            whose only interface is loopback; if the system refuses namespaces, the
+            run falls back to the machine's network with a
+            :class:`mirrorkit.ClusterSecurityWarning`. ``"shared"``: use the machine's
+            network (TensorFlow's servers then listen on every interface, unauthenticated).
+        start_timeout: Seconds for every worker to start and join the cluster.
+            TensorFlow itself waits for a missing worker forever.
+        seed: Seed each worker applies with :func:`mirrorkit.make_reproducible`.
+        collective_timeout: Seconds each collective may take (TensorFlow's
+            ``CommunicationOptions.timeout_seconds``); ``None`` for no limit.
+        echo: Print each worker's output here as it arrives, as ``[worker N] ...``.
+        env: Extra environment variables for the workers.
+        grace_seconds: How long a stopped worker gets to end before SIGKILL.
+        logical_devices: Split each worker's CPU into this many logical devices before
+            it joins (as :func:`mirrorkit.simulate_replicas` does in one process), to see
+            what ``MultiWorkerMirroredStrategy`` does with them: it uses one device per
+            worker without GPUs, so this does not add replicas.
+
+    Example:
+        >>> from mirrorkit import LocalCluster
+        >>> LocalCluster(num_workers=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: num_workers must be an int from 1 to 16, got 0.
+    """
+
+    def __init__(
+        self,
+        num_workers: int = 2,
+        *,
+        network: str = "private",
+        start_timeout: float = 60.0,
+        seed: int = 0,
+        collective_timeout: float | None = None,
+        echo: bool = True,
+        env: dict[str, str] | None = None,
+        grace_seconds: float = 2.0,
+        logical_devices: int | None = None,
+    ) -> None:
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int):
+            raise ValueError(f"num_workers must be an int from 1 to 16, got {num_workers!r}.")
+        if not 1 <= num_workers <= 16:
+            raise ValueError(f"num_workers must be an int from 1 to 16, got {num_workers}.")
+        if network not in NETWORKS:
+            raise ValueError(
+                f"network must be one of {NETWORKS}, got {network!r}. Clusters of several "
+                "machines are not launched from here: see mirrorkit.scaleout."
+            )
+        if not start_timeout > 0:
+            raise ValueError(f"start_timeout must be > 0 seconds, got {start_timeout!r}.")
+        self.num_workers = num_workers
+        self.network = network
+        self.start_timeout = float(start_timeout)
+        self.seed = seed
+        self.collective_timeout = collective_timeout
+        self.echo = echo
+        self.env = dict(env or {})
+        self.grace_seconds = float(grace_seconds)
+        if logical_devices is not None and (
+            isinstance(logical_devices, bool)
+            or not isinstance(logical_devices, int)
+            or logical_devices < 1
+        ):
+            raise ValueError(f"logical_devices must be an int >= 1, got {logical_devices!r}.")
+        self.logical_devices = logical_devices
+
+    def run(
+        self,
+        function: Callable[..., Any],
+        args: Sequence[Any] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        on_event: Callable[[WorkerEvent], Any] | None = None,
+        timeout: float | None = None,
+        fault: KillWorker | None = None,
+        absent: Sequence[int] = (),
+    ) -> ClusterRun:
+        """Run ``function(context, *args, **kwargs)`` on every worker and collect the results.
+
+        The function is sent to the workers by value (cloudpickle), so it can be
+        defined in the notebook; build TensorFlow objects inside it, not outside.
+
+        Args:
+            function: Called on each worker with a :class:`mirrorkit.WorkerContext` first.
+            args: More positional arguments (picklable).
+            kwargs: Keyword arguments (picklable).
+            on_event: Called here with each :class:`mirrorkit.WorkerEvent` as it arrives
+                (``mirrorwidgets.ClusterView(...).update`` draws them).
+            timeout: Seconds the whole run may take; ``None`` for no limit.
+            fault: A :class:`KillWorker` to inject.
+            absent: Workers that get an address but are never started, to see what a
+                missing worker does (the run fails after ``start_timeout``).
+
+        Returns:
+            A :class:`ClusterRun`; ``run.result`` is the chief's return value.
+
+        Raises:
+            ClusterStartError: A worker did not start or the cluster did not form in time.
+            WorkerFailedError: A worker failed or died; the others were stopped.
+            ClusterTimeoutError: The run exceeded ``timeout``.
+
+        Example:
+            >>> import mirrorkit as mk
+            >>> def replicas(context):
+            ...     return context.task_id, context.strategy.num_replicas_in_sync
+            >>> run = mk.LocalCluster(2, echo=False).run(replicas)
+            >>> run.results
+            [(0, 2), (1, 2)]
+        """
+        if not callable(function):
+            raise TypeError(f"function must be callable, got {type(function).__name__}.")
+        payload = {"kind": "function", "function": function, "args": tuple(args)}
+        payload["kwargs"] = dict(kwargs or {})
+        return self._launch(payload, on_event, timeout, fault, absent, _module_of(function))
+
+    def run_script(
+        self,
+        path: str | os.PathLike,
+        args: Sequence[str] = (),
+        *,
+        on_event: Callable[[WorkerEvent], Any] | None = None,
+        timeout: float | None = None,
+        fault: KillWorker | None = None,
+    ) -> ClusterRun:
+        """Run a training script on every worker (``path.py`` or ``path.py:function``).
+
+        A plain script is run as ``__main__`` after its worker joined the cluster; it
+        gets the strategy with ``mirrorkit.current_context().strategy``. With
+        ``:function``, that function is called with the context and its return
+        value is collected. Either way, the same file runs on a real cluster with
+        ``python -m mirrorkit.worker``.
+
+        Args:
+            path: The script, optionally followed by ``:function``.
+            args: Command-line arguments the script sees in ``sys.argv[1:]``.
+            on_event: As in :meth:`run`.
+            timeout: As in :meth:`run`.
+            fault: As in :meth:`run`.
+
+        Returns:
+            A :class:`ClusterRun`.
+
+        Raises:
+            FileNotFoundError: If the script does not exist.
+
+        Example:
+            >>> import mirrorkit as mk
+            >>> mk.LocalCluster(2).run_script("no_such_script.py")
+            Traceback (most recent call last):
+            ...
+            FileNotFoundError: no such training script: no_such_script.py
+        """
+        file, _, function = str(path).partition(":")
+        if not Path(file).is_file():
+            raise FileNotFoundError(f"no such training script: {file}")
+        target = str(Path(file).resolve()) + (f":{function}" if function else "")
+        payload = {"kind": "script", "path": target, "args": [str(a) for a in args]}
+        return self._launch(payload, on_event, timeout, fault, (), None)
+
+    # -- the run itself -------------------------------------------------------------
+
+    def _launch(self, payload, on_event, timeout, fault, absent, module) -> ClusterRun:
+        absent = sorted({int(a) for a in absent})
+        if any(not 0 <= a < self.num_workers for a in absent):
+            raise ValueError(f"absent workers must be in 0..{self.num_workers - 1}, got {absent}.")
+        if fault is not None and not 0 <= fault.worker < self.num_workers:
+            raise ValueError(
+                f"KillWorker.worker={fault.worker}, but this cluster has workers "
+                f"0..{self.num_workers - 1}."
+            )
+        run_dir = Path(tempfile.mkdtemp(prefix="mirrorkit-cluster-"))
+        try:
+            (run_dir / "payload.pkl").write_bytes(_dumps(payload, module))
+            spec = {
+                "num_workers": self.num_workers,
+                "network": self.network,
+                "host": "127.0.0.1",
+                "run_dir": str(run_dir),
+                "cwd": os.getcwd(),
+                "seed": self.seed,
+                "collective_timeout": self.collective_timeout,
+                "absent": absent,
+                "fault": None if fault is None else {"worker": fault.worker, "step": fault.at_step},
+                "grace_seconds": self.grace_seconds,
+                "logical_devices": self.logical_devices,
+                "env": {**_worker_environment(), **self.env},
+            }
+            (run_dir / "spec.json").write_text(json.dumps(spec))
+            session = _Session(self, run_dir, on_event, timeout, absent)
+            return session.run()
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _module_of(function: Callable) -> Any:
+    """The module to send by value with ``function`` (a notebook's or a test's), if any."""
+    name = getattr(function, "__module__", None)
+    module = sys.modules.get(name or "")
+    if module is None or name == "__main__" or name.split(".")[0] == "mirrorkit":
+        return None
+    file = getattr(module, "__file__", None) or ""
+    if "site-packages" in file or not file:
+        return None
+    return module
+
+
+def _dumps(payload: dict, module: Any) -> bytes:
+    import cloudpickle
+
+    if module is None:
+        return cloudpickle.dumps(payload)
+    cloudpickle.register_pickle_by_value(module)
+    try:
+        return cloudpickle.dumps(payload)
+    finally:
+        cloudpickle.unregister_pickle_by_value(module)
+
+
+def _worker_environment() -> dict[str, str]:
+    """What every worker needs from this process: its import path, quiet logs, polite GPUs."""
+    paths = [p for p in sys.path if p and Path(p).is_dir()]
+    return {
+        "PYTHONPATH": os.pathsep.join(paths),
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "TF_ENABLE_ONEDNN_OPTS": "0",
+        # Local workers share the machine's GPUs: none may take all their memory.
+        "TF_FORCE_GPU_ALLOW_GROWTH": "true",
+    }
+
+
+class _Session:
+    """One launch: the supervisor process and everything heard from it."""
+
+    def __init__(self, cluster: LocalCluster, run_dir: Path, on_event, timeout, absent) -> None:
+        self.cluster = cluster
+        self.run_dir = run_dir
+        self.on_event = on_event
+        self.timeout = timeout
+        self.absent = absent
+        n = cluster.num_workers
+        self.record = ClusterRun(num_workers=n, status=ClusterStatus(n))
+        self.record.output = {i: [] for i in range(n)}
+        self.messages: queue.Queue = queue.Queue()
+        self.finished: set[int] = set()
+        self.ready: set[int] = set()
+        self.failures: list[tuple[int, str, bool]] = []  # (worker, why, killed by a signal)
+        self.stderr: list[str] = []
+        self.readers: list[threading.Thread] = []
+        self.closed = False
+
+    def emit(self, worker: int, kind: str, **fields: Any) -> None:
+        event = WorkerEvent(worker, kind, time=round(self.elapsed(), 3), **fields)
+        self.record.events.append(event)
+        self.record.status.apply(event)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def run(self) -> ClusterRun:
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mirrorkit._supervisor",
+                str(self.run_dir / "spec.json"),
+                str(os.getpid()),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **_worker_environment()},
+            text=True,
+        )
+        _live_supervisors.add(self.process)
+        self.readers = [
+            threading.Thread(target=self._read, args=(self.process.stdout, "out"), daemon=True),
+            threading.Thread(target=self._read, args=(self.process.stderr, "err"), daemon=True),
+        ]
+        for reader in self.readers:
+            reader.start()
+        try:
+            self._loop()
+        except BaseException:
+            self._shutdown()
+            raise
+        self._shutdown()
+        self.record.wall_seconds = round(self.elapsed(), 3)
+        self.record.results = [self._result(i) for i in range(self.cluster.num_workers)]
+        return self.record
+
+    def _read(self, stream, channel: str) -> None:
+        for line in stream:
+            self.messages.put((channel, line))
+        self.messages.put((channel, None))
+
+    def _loop(self) -> None:
+        open_streams = 2
+        while open_streams:
+            try:
+                channel, line = self.messages.get(timeout=0.1)
+            except queue.Empty:
+                self._check_deadlines()
+                continue
+            if line is None:
+                open_streams -= 1
+                continue
+            if channel == "err":
+                self.stderr.append(line.rstrip("\n"))
+                continue
+            message = json.loads(line)
+            if self._handle(message):
+                return
+            self._check_deadlines()
+        raise ClusterError(
+            "the cluster's supervisor process ended unexpectedly"
+            + (": " + " | ".join(self.stderr[-_LAST_LINES:]) if self.stderr else "."),
+            self.record,
+        )
+
+    def _handle(self, message: dict) -> bool:
+        """Apply one supervisor message; True when the run is over."""
+        kind = message["type"]
+        if kind == "network":
+            self._network(message)
+        elif kind == "spawned":
+            self.emit(message["worker"], "starting", address=message["address"])
+        elif kind == "output":
+            worker, text = message["worker"], message["text"]
+            self.record.output[worker].append(text)
+            if self.cluster.echo:
+                print(f"[worker {worker}] {text}", flush=True)
+            self.emit(worker, "output", text=text)
+        elif kind == "event":
+            self._worker_event(message)
+        elif kind == "listening":
+            self.record.listening = list(message["sockets"])
+        elif kind == "exit":
+            self._exit(message["worker"], message["returncode"])
+        elif kind == "fatal":
+            raise ClusterError(f"the cluster could not be set up: {message['text']}", self.record)
+        elif kind == "done":
+            return True
+        return False
+
+    def _network(self, message: dict) -> None:
+        record = self.record
+        record.network = message["mode"]
+        record.network_note = message.get("how") or message.get("why", "")
+        record.addresses = list(message["addresses"])
+        record.interfaces = list(message["interfaces"])
+        if record.network == "shared":
+            warnings.warn(
+                "the workers use the machine's network: TensorFlow's gRPC servers listen on "
+                "every interface, without authentication, so anyone who can reach this machine "
+                f"can reach them ({record.network_note}). Use network='private' on a machine "
+                "that allows network namespaces, or keep this machine off shared networks.",
+                ClusterSecurityWarning,
+                stacklevel=6,
+            )
+
+    def _worker_event(self, message: dict) -> None:
+        event = WorkerEvent.from_json({**message, "time": 0.0})
+        if event.kind == "ready":
+            self.ready.add(event.worker)
+            if len(self.ready) == self.cluster.num_workers:
+                self.record.start_seconds = round(self.elapsed(), 3)
+        elif event.kind == "finished":
+            self.finished.add(event.worker)
+        elif event.kind == "failed":
+            self.failures.append((event.worker, event.text, False))
+        self.emit(
+            event.worker,
+            event.kind,
+            step=event.step,
+            metrics=event.metrics,
+            text=event.text,
+            devices=event.devices,
+        )
+
+    def _exit(self, worker: int, returncode: int) -> None:
+        how = _procs.describe_exit(returncode)
+        self.record.exits[worker] = how
+        if worker in self.finished:
+            return
+        known = [f for f in self.failures if f[0] == worker]
+        if not known:
+            self.failures.append((worker, how, returncode < 0))
+            self.emit(worker, "failed", text=how)
+        self._fail()
+
+    def _fail(self) -> None:
+        """A worker failed: stop the rest and raise, naming the first cause."""
+        worker, why, _ = next((f for f in self.failures if f[2]), self.failures[0])
+        self._shutdown()
+        exit_note = self.record.exits.get(worker, "")
+        detail = why if why == exit_note or not exit_note else f"{why} ({exit_note})"
+        last = self._last_lines(worker)
+        others = [
+            i for i in range(self.cluster.num_workers) if i != worker and i not in self.absent
+        ]
+        if worker not in self.ready:
+            raise ClusterStartError(
+                f"worker {worker} failed before the cluster formed: {detail}.{last}",
+                self.record,
+            )
+        raise WorkerFailedError(
+            f"worker {worker} failed: {detail}; the other workers ({_names(others)}) were "
+            f"stopped.{last}",
+            self.record,
+            worker=worker,
+        )
+
+    def _check_deadlines(self) -> None:
+        elapsed = self.elapsed()
+        n = self.cluster.num_workers
+        if len(self.ready) < n and elapsed > self.cluster.start_timeout:
+            waiting = [i for i in range(n) if i not in self.ready]
+            self._shutdown()
+            parts = []
+            for i in waiting:
+                address = self.record.addresses[i] if self.record.addresses else "?"
+                if i in self.absent:
+                    parts.append(f"worker {i} ({address}) was never started (absent={self.absent})")
+                elif self.record.output.get(i):
+                    parts.append(f"worker {i} ({address}) did not join.{self._last_lines(i)}")
+                else:
+                    parts.append(
+                        f"worker {i} ({address}) started and printed nothing: it was waiting "
+                        "for the others in MultiWorkerMirroredStrategy()"
+                    )
+            raise ClusterStartError(
+                f"the cluster did not form within {self.cluster.start_timeout:g} s: "
+                + "; ".join(parts)
+                + ". TensorFlow waits for a missing worker forever; the launcher stopped every "
+                "worker. Raise start_timeout if your workers are just slow to start.",
+                self.record,
+            )
+        if self.timeout is not None and elapsed > self.timeout:
+            self._shutdown()
+            raise ClusterTimeoutError(
+                f"the run took longer than timeout={self.timeout:g} s; every worker was "
+                f"stopped. Steps reached: {self._steps()}.",
+                self.record,
+            )
+
+    def _steps(self) -> str:
+        return ", ".join(
+            f"worker {w.worker}: {w.step if w.step is not None else 'none'}"
+            for w in self.record.status.workers
+        )
+
+    def _last_lines(self, worker: int) -> str:
+        lines = [line for line in self.record.output.get(worker, []) if line.strip()]
+        if not lines:
+            return " It printed nothing."
+        tail = "\n".join(f"    {line}" for line in lines[-_LAST_LINES:])
+        return f" Its last output:\n{tail}"
+
+    def _shutdown(self) -> None:
+        """Stop every process of this run, within grace_seconds plus a little."""
+        if self.closed:
+            return
+        self.closed = True
+        process = self.process
+        if process.poll() is None:
+            try:
+                process.stdin.write("stop\n")
+                process.stdin.flush()
+                process.stdin.close()
+            except (BrokenPipeError, ValueError, OSError):
+                pass
+            try:
+                process.wait(self.cluster.grace_seconds + 3.0)
+            except subprocess.TimeoutExpired:
+                process.kill()  # its workers die with it (parent-death signal)
+                process.wait()
+        self._drain_exits()
+        for reader in self.readers:  # they end at the pipes' end of file
+            reader.join(timeout=2.0)
+        for stream in (process.stdin, process.stdout, process.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+        for worker in self.record.status.workers:
+            if worker.state in ("starting", "ready", "training") and worker.worker not in (
+                self.absent
+            ):
+                self.emit(worker.worker, "stopped", text="stopped by the launcher")
+                self.record.exits.setdefault(worker.worker, "stopped by the launcher")
+
+    def _drain_exits(self) -> None:
+        """Record how the workers stopped during shutdown ended (their last messages)."""
+        while True:
+            try:
+                channel, line = self.messages.get(timeout=0.5)
+            except queue.Empty:
+                return
+            if line is None or channel != "out":
+                continue
+            message = json.loads(line)
+            if message["type"] == "exit":
+                how = _procs.describe_exit(message["returncode"])
+                self.record.exits.setdefault(message["worker"], how)
+            elif message["type"] == "stopped":
+                return
+
+    def _result(self, worker: int) -> Any:
+        path = self.run_dir / f"result-{worker}.pkl"
+        if not path.exists():
+            return None
+        import cloudpickle
+
+        return cloudpickle.loads(path.read_bytes())
+
+
+def _names(workers: Sequence[int]) -> str:
+    return ", ".join(str(w) for w in workers) if workers else "none"

@@ -1,0 +1,96 @@
+"""Keras 3 fit under MultiWorkerMirroredStrategy: the failure upstream, the working path, resume."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import mirrorkit as mk
+from mirrorkit.recipes import compare_weights, fit_training
+
+
+def test_fit_ready_refuses_what_would_fail_later(strategy):
+    plain = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    with pytest.raises(ValueError, match="made outside strategy.scope"):
+        mk.fit_ready(plain)
+    with pytest.raises(ValueError, match="no weights yet"):
+        mk.fit_ready(keras.Sequential([keras.layers.Dense(1)]))
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        with pytest.raises(RuntimeError, match="outside strategy.scope"):
+            mk.fit_ready(model)
+    with pytest.raises(TypeError, match="keras.Model"):
+        mk.fit_ready(keras.layers.Dense(1))
+
+
+def test_fit_ready_trains_like_the_model_itself(strategy, seeded):
+    """Under one process's MirroredStrategy the wrapper changes nothing but the log shapes."""
+    x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+
+    def train(wrap):
+        keras.utils.set_random_seed(0)
+        with strategy.scope():
+            model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        trainable = mk.fit_ready(model) if wrap else model
+        with strategy.scope():
+            trainable.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+            history = trainable.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+        return model.get_weights(), history.history["loss"]
+
+    wrapped_weights, wrapped_loss = train(True)
+    plain_weights, plain_loss = train(False)
+    assert compare_weights(wrapped_weights, plain_weights).max_abs_difference < 1e-6
+    np.testing.assert_allclose(np.ravel(wrapped_loss), np.ravel(plain_loss), rtol=1e-6)
+
+
+def test_plain_fit_under_mwms_still_fails_upstream(tmp_path):
+    """Canary: when this fails, Keras fixed keras-team/keras#20585. Simplify chapter 6."""
+    with pytest.raises(mk.WorkerFailedError) as error:
+        mk.LocalCluster(2, echo=False).run(
+            fit_training, args=(str(tmp_path),), kwargs={"plain_fit": True, "epochs": 1}
+        )
+    message = error.value.run.status.workers[error.value.worker].message
+    assert message.startswith("ValueError: Attempt to convert a value (PerReplica"), message
+    assert "unsupported type" in message
+
+
+def test_fit_resumed_with_backup_and_restore_equals_uninterrupted(tmp_path):
+    cluster = mk.LocalCluster(2, echo=False)
+    reference = cluster.run(fit_training, args=(str(tmp_path / "reference"),))
+    assert reference.result["epochs_run"] == [0, 1, 2]
+    losses = reference.result["losses"]
+    assert losses[-1] < losses[0] / 10  # it learns
+    assert compare_weights(reference.results[0]["weights"], reference.results[1]["weights"]).equal
+
+    backups = str(tmp_path / "interrupted")
+    with pytest.raises(mk.WorkerFailedError, match="killed by SIGKILL"):
+        cluster.run(fit_training, args=(backups,), fault=mk.KillWorker(1, 6))  # epoch 1, step 2
+    resumed = cluster.run(fit_training, args=(backups,))
+    assert resumed.result["epochs_run"] == [1, 2]  # from the backup made after epoch 0
+    assert resumed.result["losses"] == losses[1:]
+    assert compare_weights(reference.result["weights"], resumed.result["weights"]).equal
+    steps = [step for step, _ in resumed.status.workers[0].losses]
+    assert steps == list(range(5, 13))  # the optimizer's iteration count carried over
+
+
+def test_report_callback_reads_the_optimizer_step(strategy):
+    """The callback the recipes use reports optimizer.iterations, which a resume restores."""
+    sent = []
+    context = mk.WorkerContext(strategy, task_type="worker", task_id=0, num_workers=1, tf_config={})
+    context.report = lambda step, **metrics: sent.append((step, metrics))
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+    model.fit(
+        tf.ones((8, 2)),
+        tf.ones((8, 1)),
+        batch_size=4,
+        epochs=1,
+        verbose=0,
+        callbacks=[context.keras_callback()],
+    )
+    assert [step for step, _ in sent] == [1, 2]
+    assert all(isinstance(metrics["loss"], float) for _, metrics in sent)

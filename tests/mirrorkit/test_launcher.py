@@ -1,0 +1,253 @@
+"""LocalCluster with real worker processes on loopback: success, faults, bounds, no orphans."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import mirrorkit as mk
+from mirrorkit import _procs
+
+ROOT = Path(__file__).resolve().parents[2]
+MARKER = "mirrorkit-cluster-"  # in every supervisor's and worker's command line
+
+
+def count_steps(context, steps=4):
+    """All-reduce a constant each step; report the step; return what every worker saw."""
+    import tensorflow as tf
+
+    strategy = context.strategy
+    totals = []
+    for step in range(1, steps + 1):
+        value = strategy.run(lambda: tf.constant(float(context.task_id + 1)))
+        totals.append(float(strategy.reduce("SUM", value, axis=None)))
+        context.report(step, loss=1.0 / step)
+    print(f"worker {context.task_id} saw {totals[-1]}")
+    return {"task": context.task_id, "replicas": strategy.num_replicas_in_sync, "sums": totals}
+
+
+def wait_gone(pids, within=15.0):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        alive = [pid for pid in pids if Path(f"/proc/{pid}").exists() and _alive(pid)]
+        if not alive:
+            return []
+        time.sleep(0.1)
+    return alive
+
+
+def _alive(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.fixture
+def no_orphans():
+    """Every test here must leave no supervisor or worker behind."""
+    before = set(_procs.processes_with(MARKER))
+    yield
+    left = wait_gone(sorted(set(_procs.processes_with(MARKER)) - before), within=10.0)
+    assert left == [], f"processes left behind: {left}"
+
+
+def test_success_path_runs_every_worker_and_returns_results(no_orphans, capsys):
+    events = []
+    run = mk.LocalCluster(2).run(count_steps, kwargs={"steps": 3}, on_event=events.append)
+
+    assert [r["task"] for r in run.results] == [0, 1]
+    assert all(r["replicas"] == 2 for r in run.results)
+    assert all(r["sums"] == [3.0, 3.0, 3.0] for r in run.results)  # 1 + 2 all-reduced
+    assert run.result is run.results[0]
+    out = capsys.readouterr().out
+    assert "[worker 0] worker 0 saw 3.0" in out and "[worker 1] worker 1 saw 3.0" in out
+    for worker in (0, 1):
+        kinds = [e.kind for e in events if e.worker == worker and e.kind != "output"]
+        assert kinds == ["starting", "ready", "step", "step", "step", "finished"]
+    assert [w.state for w in run.status.workers] == ["finished", "finished"]
+    assert run.status.workers[1].losses == [(1, 1.0), (2, 0.5), (3, 1 / 3)]
+    assert run.exits == {0: "exit status 0", 1: "exit status 0"}
+    assert run.tf_configs[1]["task"] == {"type": "worker", "index": 1}
+    assert run.tf_configs[0]["cluster"]["worker"] == run.addresses
+    assert 0 < run.start_seconds <= run.wall_seconds
+    assert "worker 0 (chief): finished, 3 steps" in run.summary()
+
+
+def test_private_network_hides_the_workers_servers(no_orphans):
+    run = mk.LocalCluster(2, echo=False).run(count_steps, kwargs={"steps": 1})
+
+    assert run.network == "private"
+    assert run.interfaces == ["lo"]  # nothing else to listen on
+    ports = sorted(int(a.rsplit(":", 1)[1]) for a in run.addresses)
+    # TensorFlow binds every interface whatever TF_CONFIG says ...
+    assert sorted(int(s.rsplit(":", 1)[1]) for s in run.listening) == ports
+    assert all(s.startswith(("[::]:", "0.0.0.0:")) for s in run.listening)
+
+
+def test_private_network_is_unreachable_from_the_machine(no_orphans):
+    seen = {}
+
+    def listen_and_wait(context):
+        import socket
+
+        return socket.gethostname()
+
+    def on_event(event):
+        if event.kind == "ready" and event.worker == 0:
+            seen["host"] = set(_procs.listening_sockets(os.getpid()))
+
+    run = mk.LocalCluster(2, echo=False).run(listen_and_wait, on_event=on_event)
+    ports = {int(a.rsplit(":", 1)[1]) for a in run.addresses}
+    host_ports = {int(s.rsplit(":", 1)[1]) for s in seen["host"]}
+    assert not ports & host_ports, "a worker's port is open in the machine's own network"
+
+
+def test_shared_network_warns_and_listens_on_every_interface(no_orphans):
+    with pytest.warns(mk.ClusterSecurityWarning, match="every interface"):
+        run = mk.LocalCluster(2, network="shared", echo=False).run(count_steps, kwargs={"steps": 1})
+    assert run.network == "shared"
+    ports = {int(a.rsplit(":", 1)[1]) for a in run.addresses}
+    wildcard = {
+        int(s.rsplit(":", 1)[1]) for s in run.listening if s.startswith(("[::]:", "0.0.0.0:"))
+    }
+    assert ports <= wildcard  # measured: TF_CONFIG says 127.0.0.1, the server binds '*'
+
+
+def test_missing_worker_fails_within_the_start_timeout(no_orphans):
+    started = time.monotonic()
+    with pytest.raises(mk.ClusterStartError) as error:
+        mk.LocalCluster(2, start_timeout=12, echo=False).run(count_steps, absent=[1])
+    took = time.monotonic() - started
+
+    message = str(error.value)
+    assert "did not form within 12 s" in message
+    assert "worker 1 (127.0.0.1:" in message and "never started" in message
+    assert "worker 0" in message and "MultiWorkerMirroredStrategy()" in message
+    assert took < 12 + 10  # the bound, plus stopping
+    status = error.value.run.status
+    assert [w.state for w in status.workers] == ["stopped", "starting"]
+
+
+def test_killed_worker_is_reported_and_the_others_stopped(no_orphans):
+    with pytest.raises(mk.WorkerFailedError) as error:
+        mk.LocalCluster(2, echo=False).run(
+            count_steps, kwargs={"steps": 50}, fault=mk.KillWorker(worker=1, at_step=3)
+        )
+    err = error.value
+    assert err.worker == 1
+    assert "worker 1 failed: killed by SIGKILL" in str(err)
+    assert "fault injection kills this worker after step 3" in str(err)  # its last output
+    assert err.run.exits[1] == "killed by SIGKILL"
+    assert err.run.status.workers[1].step == 3
+    assert err.run.status.workers[0].state in ("stopped", "failed")
+    assert err.run.status.workers[0].step < 50
+
+
+def test_failing_function_shows_the_traceback(no_orphans):
+    def broken(context):
+        if context.task_id == 1:
+            raise ValueError("shapes (3,) and (4,) do not match")
+        return count_steps(context, steps=50)
+
+    with pytest.raises(mk.WorkerFailedError) as error:
+        mk.LocalCluster(2, echo=False).run(broken)
+    message = str(error.value)
+    assert "worker 1 failed: ValueError: shapes (3,) and (4,) do not match (exit status 1)" in (
+        message
+    )
+    assert 'raise ValueError("shapes (3,) and (4,) do not match")' in message
+
+
+def test_run_timeout_stops_every_worker(no_orphans):
+    def forever(context):
+        time.sleep(600)
+
+    started = time.monotonic()
+    with pytest.raises(mk.ClusterTimeoutError, match="timeout=4 s"):
+        mk.LocalCluster(2, echo=False, start_timeout=60).run(forever, timeout=4)
+    assert time.monotonic() - started < 60 + 10
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {root!r})
+    import mirrorkit as mk
+
+    def forever(context):
+        context.report(1)
+        time.sleep(600)
+
+    def on_event(event):
+        if event.kind == "step":
+            print("TRAINING", flush=True)
+
+    mk.LocalCluster(2, echo=False).run(forever, on_event=on_event)
+    """
+)
+
+
+def start_owner(tmp_path):
+    script = tmp_path / "owner.py"
+    script.write_text(CHILD.format(root=str(ROOT)))
+    owner = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 120
+    seen = 0
+    for line in owner.stdout:
+        seen += "TRAINING" in line
+        if seen == 2 or time.monotonic() > deadline:
+            break
+    assert seen == 2, owner.stderr.read()
+    descendants = [pid for pid in _procs.processes_with(MARKER) if _descends(pid, owner.pid)]
+    assert len(descendants) == 3  # the supervisor and two workers
+    return owner, descendants
+
+
+def _descends(pid, ancestor):
+    while pid > 1:
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            return False
+        if pid == ancestor:
+            return True
+    return False
+
+
+def test_owner_killed_takes_every_worker_along(tmp_path, no_orphans):
+    owner, processes = start_owner(tmp_path)
+    owner.kill()  # as when the notebook kernel dies
+    owner.wait()
+    assert wait_gone(processes, within=10.0) == []
+
+
+def test_interrupt_stops_every_worker(tmp_path, no_orphans):
+    owner, processes = start_owner(tmp_path)
+    owner.send_signal(signal.SIGINT)  # the notebook's stop button
+    _, stderr = owner.communicate(timeout=30)
+    assert "KeyboardInterrupt" in stderr
+    assert wait_gone(processes, within=5.0) == []
+
+
+def test_bad_arguments_say_what_to_do():
+    with pytest.raises(ValueError, match="network must be one of"):
+        mk.LocalCluster(2, network="public")
+    with pytest.raises(ValueError, match="absent workers must be in 0..1"):
+        mk.LocalCluster(2).run(count_steps, absent=[2])
+    with pytest.raises(ValueError, match="this cluster has workers 0..1"):
+        mk.LocalCluster(2).run(count_steps, fault=mk.KillWorker(worker=5, at_step=1))
+    with pytest.raises(ValueError, match="at_step >= 1"):
+        mk.KillWorker(worker=0, at_step=0)
+    with pytest.raises(TypeError, match="function must be callable"):
+        mk.LocalCluster(2).run("train.py")
