@@ -26,6 +26,7 @@ _EXPORTS = {
     "TopologyView": "mirrorwidgets.topology",
     "hierarchical_groups": "mirrorwidgets.topology",
     "LiveTrainingView": "mirrorwidgets.live",
+    "ClusterView": "mirrorwidgets.cluster_view",
     "LiveTrainingHook": "mirrorwidgets.live",
     "LiveTrainingCallback": "mirrorwidgets.live",
     "BatchSplitView": "mirrorwidgets.batch_split",
@@ -37,6 +38,7 @@ _EXPORTS = {
 __all__ = [
     "AllReduceChart",
     "BatchSplitView",
+    "ClusterView",
     "LiveTrainingCallback",
     "LiveTrainingHook",
     "LiveTrainingView",
@@ -51,6 +53,7 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mirrorwidgets.all_reduce_chart import AllReduceChart
     from mirrorwidgets.batch_split import BatchSplitView
+    from mirrorwidgets.cluster_view import ClusterView
     from mirrorwidgets.live import LiveTrainingCallback, LiveTrainingHook, LiveTrainingView
     from mirrorwidgets.loss_scale import LossScaleView
     from mirrorwidgets.replica_grid import ReplicaGrid

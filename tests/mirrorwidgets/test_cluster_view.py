@@ -1,0 +1,299 @@
+from __future__ import annotations
+
+import base64
+import re
+from html import unescape
+
+import pytest
+import traitlets
+
+import mirrorkit as mk
+from mirrorwidgets.cluster_view import STATE_COLORS, ClusterView
+
+
+def _devices(task: int, count: int = 1) -> tuple[str, ...]:
+    return tuple(f"/job:worker/replica:0/task:{task}/device:CPU:{k}" for k in range(count))
+
+
+def _run(view: ClusterView, events) -> None:
+    for event in events:
+        view.update(event)
+
+
+def _script(n: int = 3, steps: int = 5) -> list[mk.WorkerEvent]:
+    """A run of ``n`` workers: start, form the cluster, train; the last one fails."""
+    events = [mk.WorkerEvent(i, "starting", address=f"127.0.0.1:{2222 + i}") for i in range(n)]
+    events += [mk.WorkerEvent(i, "ready", devices=_devices(i, 2 - min(i, 1))) for i in range(n)]
+    for step in range(1, steps + 1):
+        for i in range(n):
+            loss = 1.0 / step + 0.1 * i
+            events.append(mk.WorkerEvent(i, "step", step=step, metrics={"loss": loss}))
+    events.append(mk.WorkerEvent(0, "output", text=f"epoch 1: loss {1.0 / steps:.3f}"))
+    events.append(mk.WorkerEvent(n - 1, "failed", text="exit status -9 (killed by SIGKILL)"))
+    return events
+
+
+def _cluster_strokes(svg: str) -> dict[int, tuple[str, str]]:
+    """Worker -> (fill, stroke) of its box in graphviz's SVG."""
+    found = re.findall(
+        r'<g id="clust\d+" class="cluster">\s*<title>cluster_w(\d+)</title>\s*'
+        r'<path fill="([^"]+)" stroke="([^"]+)"',
+        svg,
+    )
+    return {int(i): (fill, stroke) for i, fill, stroke in found}
+
+
+def _state_fills(svg: str) -> dict[int, str]:
+    """Worker -> fill of its state node (the one that names its state and address)."""
+    found = re.findall(
+        r'<g id="node\d+" class="node">\s*<title>w(\d+)</title>\s*<path fill="([^"]+)"', svg
+    )
+    return {int(i): fill for i, fill in found}
+
+
+def _ring(source: str) -> list[tuple[int, int]]:
+    return [(int(a), int(b)) for a, b in re.findall(r"\bw(\d+) -> w(\d+)\b", source)]
+
+
+def _table_rows(html: str) -> dict[int, str]:
+    rows = re.findall(r'<tr class="mw-worker" data-worker="(\d+)"(.*?)</tr>', html)
+    return {int(i): row for i, row in rows}
+
+
+def test_states_and_colours_follow_the_events():
+    view = ClusterView(3, min_interval=0.0, budget=1.0)
+    assert view.states == ("starting",) * 3 and view.num_workers == 3
+    _run(view, _script(3))
+    view.update(mk.WorkerEvent(1, "stopped", text="stopped by the notebook"))
+    view.update(mk.WorkerEvent(0, "finished"))
+    assert view.states == ("finished", "stopped", "failed")
+    assert view.steps == (5, 5, 5)
+    assert view.num_events == len(_script(3)) + 2 == view.status.events
+    svg = view._topology.value
+    boxes = _cluster_strokes(svg)
+    assert {i: stroke for i, (_, stroke) in boxes.items()} == {
+        0: STATE_COLORS["finished"],
+        1: STATE_COLORS["stopped"],
+        2: STATE_COLORS["failed"],
+    }
+    assert _state_fills(svg) == {i: stroke for i, (_, stroke) in boxes.items()}
+    assert boxes[2][0] != boxes[0][0]  # the box is tinted by state, too
+    # Every state has its own colour, and a worker that has only started is grey.
+    assert len(set(STATE_COLORS.values())) == len(mk.WORKER_STATES) == len(STATE_COLORS)
+    fresh = ClusterView(2)
+    fresh.update(mk.WorkerEvent(1, "ready", devices=_devices(1)))
+    fresh.update(mk.WorkerEvent(0, "step", step=1))
+    fills = _state_fills(fresh.snapshot_html())  # the last update may wait for a redraw
+    assert fills == {0: STATE_COLORS["training"], 1: STATE_COLORS["ready"]}
+    assert STATE_COLORS["starting"] == "#8c959f"
+
+
+def test_labels_addresses_and_devices_are_drawn():
+    view = ClusterView(2, addresses=["10.0.0.1:2222", "10.0.0.2:2222"])
+    assert "devices: not known yet" in view.snapshot_html()
+    view.update(mk.WorkerEvent(0, "ready", devices=_devices(0, 2)))
+    view.update(mk.WorkerEvent(1, "starting", address="10.0.0.9:3333"))  # replaces the given one
+    view.update(mk.WorkerEvent(1, "ready", devices=_devices(1)))
+    svg = view.snapshot_html()
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert "worker 0 (chief)" in texts and "worker 1" in texts
+    assert "worker 1 (chief)" not in texts
+    assert "10.0.0.1:2222" in texts and "10.0.0.9:3333" in texts
+    assert "10.0.0.2:2222" not in texts
+    assert texts.count("CPU:0") == 2 and texts.count("CPU:1") == 1
+    assert not any("/job:worker" in text for text in texts)  # short names only
+    assert "devices: not known yet" not in svg
+
+
+@pytest.mark.parametrize(
+    ("n", "ring"),
+    [(1, []), (2, [(0, 1), (1, 0)]), (3, [(0, 1), (1, 2), (2, 0)])],
+)
+def test_ring_all_reduce_edges(n, ring):
+    view = ClusterView(n)
+    assert list(view.edges) == ring
+    from mirrorwidgets import _cluster_render as cr
+
+    source = cr.graph(view.status).source
+    assert _ring(source) == ring
+    svg = view._topology.value
+    assert svg.count('class="edge"') == len(ring)
+    svg = unescape(svg)  # graphviz writes - as &#45;
+    for a, b in ring:  # arrows end on the worker boxes, not inside them
+        assert f"ltail=cluster_w{a}" in source.replace('"', "")
+        assert f"lhead=cluster_w{b}" in source.replace('"', "")
+    if n == 1:
+        assert "nothing to all-reduce between workers" in svg
+    else:
+        assert f"ring all-reduce across {n} workers" in svg
+
+
+def test_table_shows_step_loss_message_and_last_line():
+    view = ClusterView(3)
+    _run(view, _script(3, steps=4))
+    rows = _table_rows(view.snapshot_html())
+    assert sorted(rows) == [0, 1, 2]
+    assert 'data-state="training"' in rows[0] and ">worker 0 (chief)<" in rows[0]
+    assert 'class="mw-step">4<' in rows[0]
+    assert 'class="mw-loss">0.25<' in rows[0]  # 1/4
+    assert 'class="mw-loss">0.45<' in rows[2]  # 1/4 + 0.2
+    assert "epoch 1: loss 0.250" in rows[0]
+    assert 'data-state="failed"' in rows[2]
+    assert "exit status -9 (killed by SIGKILL)" in rows[2]
+    assert "SIGKILL" not in rows[0] + rows[1]
+    assert "1 failed" in view._header.value and "2 training" in view._header.value
+
+
+def test_failed_worker_message_in_snapshot_and_widget():
+    view = ClusterView(2)
+    view.update(mk.WorkerEvent(1, "failed", text="ValueError: <bad> & worse"))
+    for html in (view.snapshot_html(), view._table.value):
+        assert "ValueError: &lt;bad&gt; &amp; worse" in html  # escaped
+        assert "<bad>" not in html
+    bundle = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/html"] == view.snapshot_html()
+    assert bundle["text/html"].startswith('<div class="mw-cluster mw-snapshot"')
+    assert "<svg" in bundle["text/html"] and "<?xml" not in bundle["text/html"]
+
+
+def test_long_lines_are_cut_in_the_table_but_kept_in_a_tooltip():
+    view = ClusterView(1)
+    line = "x" * 500
+    view.update(mk.WorkerEvent(0, "output", text=line))
+    row = _table_rows(view.snapshot_html())[0]
+    assert f'title="{line}"' in row and "x" * 200 + "<" not in row
+
+
+def test_one_loss_line_per_worker_that_reported_a_loss():
+    view = ClusterView(4)
+    assert view.loss_figure() is None
+    assert "data:image/png" not in view.snapshot_html()
+    for step in (1, 2, 3):
+        for worker in (0, 1, 3):
+            view.update(
+                mk.WorkerEvent(worker, "step", step=step, metrics={"loss": step * (worker + 1)})
+            )
+    view.update(mk.WorkerEvent(2, "step", step=1))  # no loss reported
+    lines = view.loss_figure().axes[0].lines
+    assert [line.get_label() for line in lines] == ["worker 0 (chief)", "worker 1", "worker 3"]
+    assert list(lines[2].get_ydata()) == [4, 8, 12]
+    html = view.snapshot_html()
+    png = html.split("data:image/png;base64,")[1].split('"')[0]
+    assert base64.b64decode(png).startswith(b"\x89PNG")
+
+
+def test_long_loss_lines_are_thinned_but_keep_the_last_step():
+    view = ClusterView(1, max_points=10)
+    for step in range(1, 102):
+        view.status.apply(mk.WorkerEvent(0, "step", step=step, metrics={"loss": 1.0 / step}))
+    xs = list(view.loss_figure().axes[0].lines[0].get_xdata())
+    assert len(xs) <= 12 and xs[0] == 1 and xs[-1] == 101
+
+
+def test_snapshot_is_deterministic_for_the_same_events():
+    first = ClusterView(3, addresses=["a:1", "b:2", "c:3"])
+    second = ClusterView(3, addresses=["a:1", "b:2", "c:3"], min_interval=0.0, budget=1.0)
+    events = _script(3, steps=6)
+    _run(first, events)
+    _run(second, events)  # drawn at other moments; the snapshot must not care
+    html = first.snapshot_html()
+    assert html == second.snapshot_html() == first.snapshot_html()
+    assert "data:image/png" in html
+    for noise in ("Generated by", "<?xml", "graphviz version"):
+        assert noise not in html
+
+
+def test_a_changing_port_moves_nothing_in_the_drawing():
+    # nbval rewrites 127.0.0.1:<port> to 127.0.0.1:PORT; the layout must not depend on it.
+    def drawn(port: int) -> str:
+        view = ClusterView(2, addresses=[f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"])
+        return re.sub(r"127\.0\.0\.1:\d{2,5}", "127.0.0.1:PORT", view.snapshot_html())
+
+    assert drawn(80) == drawn(54321)
+
+
+def test_long_host_names_widen_every_node_but_ports_still_move_nothing():
+    host = "worker-0.training-job.default.svc.cluster.local"
+
+    def drawn(port: int) -> str:
+        view = ClusterView(2, addresses=[f"{host}:{port}", f"localhost:{port}"])
+        return re.sub(rf"(?<=[a-z]):{port}\b", ":PORT", view.snapshot_html())
+
+    def width(html: str) -> float:
+        return float(re.search(r'<svg width="([\d.]+)pt"', html)[1])
+
+    assert drawn(1) == drawn(65535)
+    assert width(drawn(1)) > width(ClusterView(2).snapshot_html()) + 150
+
+
+def test_bad_arguments_and_events():
+    for bad in (0, -2, 2.0, "2", True):
+        with pytest.raises(ValueError, match="num_workers must be an int >= 1"):
+            ClusterView(bad)
+    with pytest.raises(ValueError, match="holds 1 address.*num_workers is 2"):
+        ClusterView(2, addresses=["localhost:2222"])
+    with pytest.raises(TypeError, match="sequence of 'host:port' strings"):
+        ClusterView(1, addresses="localhost:2222")
+    with pytest.raises(TypeError, match="sequence of 'host:port' strings"):
+        ClusterView(2, addresses=["localhost:2222", 2223])
+    view = ClusterView(2)
+    with pytest.raises(ValueError, match=r"worker 2.*has 2 workers \(0\.\.1\)"):
+        view.update(mk.WorkerEvent(2, "step", step=1))
+    with pytest.raises(TypeError, match="WorkerEvent.from_json"):
+        view.update({"worker": 0, "kind": "ready"})
+    assert view.num_events == 0 and view.states == ("starting", "starting")
+    with pytest.raises(traitlets.TraitError, match="budget must be > 0"):
+        view.budget = 0
+    with pytest.raises(traitlets.TraitError, match="max_points must be >= 2"):
+        view.max_points = 1
+
+
+def test_throttled_updates_never_lose_the_final_state():
+    view = ClusterView(2, min_interval=3600)
+    view.update(mk.WorkerEvent(0, "ready", devices=_devices(0)))  # drawn: the first update
+    redrawn = [
+        view.update(mk.WorkerEvent(0, "step", step=step, metrics={"loss": 1.0 / step}))
+        for step in range(1, 201)
+    ]
+    assert not any(redrawn)  # all throttled ...
+    assert 'data-state="ready"' in view._table.value  # ... so the widget is behind
+    assert view.steps == (200, None)  # while the status is not
+    assert view.update(mk.WorkerEvent(0, "finished"))
+    rows = _table_rows(view._table.value)
+    assert 'data-state="finished"' in rows[0] and 'class="mw-step">200<' in rows[0]
+    assert _state_fills(view._topology.value)[0] == STATE_COLORS["finished"]
+    assert bytes(view._plot.value).startswith(b"\x89PNG")  # the final loss plot, too
+    assert view._plot.layout.display is None
+
+
+def test_default_throttle_skips_most_of_a_fast_burst():
+    view = ClusterView(1)
+    for step in range(1, 201):
+        view.update(mk.WorkerEvent(0, "step", step=step, metrics={"loss": 1.0}))
+    view.update(mk.WorkerEvent(0, "finished"))
+    assert view._throttle.updates < 50
+    assert 'class="mw-step">200<' in view._table.value
+    assert 'data-state="finished"' in view._table.value
+
+
+def test_flush_and_setting_changes_redraw():
+    view = ClusterView(1, min_interval=3600)
+    view.update(mk.WorkerEvent(0, "ready"))
+    view.update(mk.WorkerEvent(0, "step", step=3, metrics={"loss": 0.5}))
+    assert 'class="mw-step">-<' in view._table.value and view._plot.value == b""
+    view.flush()
+    assert 'class="mw-step">3<' in view._table.value
+    assert bytes(view._plot.value).startswith(b"\x89PNG")
+    view.title = "Two & more"
+    assert "Two &amp; more" in view._header.value
+    view.min_interval = 0.0
+    assert view._throttle.min_interval == 0.0
+
+
+def test_events_from_json_and_the_launcher_callback_shape():
+    view = ClusterView(2)
+    on_event = view.update  # what cluster.run(fn, on_event=view.update) calls
+    for event in _script(2, steps=2):
+        on_event(mk.WorkerEvent.from_json(event.to_json()))
+    assert view.states == ("training", "failed")

@@ -1,0 +1,238 @@
+"""Drawing a ClusterStatus: the graphviz topology, the per-worker table, the loss plot.
+
+Everything here is a pure function of the status, so the same events always give the
+same HTML (what nbval compares in the book's saved outputs). The topology's nodes have a
+fixed size: a worker's address (its port changes between runs; nbval's sanitizer
+rewrites it in the text) can never move anything else in the drawing.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+
+from mirrorwidgets import _chart
+from mirrorwidgets import _render as r
+from mirrorwidgets.topology import _route, _short
+
+# Border / badge colour of each state (mirrorkit.WORKER_STATES), and the box's light fill.
+STATE_COLORS = {
+    "starting": _chart.AXIS,  # grey
+    "ready": _chart.BLUE,
+    "training": r.GREEN,
+    "finished": "#116329",  # dark green
+    "failed": r.RED,
+    "stopped": "#bc4c00",  # orange
+}
+TINTS = {
+    "starting": "#f6f8fa",
+    "ready": "#ddf4ff",
+    "training": "#dafbe1",
+    "finished": "#aceebb",
+    "failed": "#ffebe9",
+    "stopped": "#fff1e5",
+}
+RING = _chart.BLUE
+_CLIP = 160  # characters of a message or printed line shown in the table
+
+
+def worker_label(worker: int) -> str:
+    return f"worker {worker} (chief)" if worker == 0 else f"worker {worker}"
+
+
+def ring_edges(n: int) -> tuple[tuple[int, int], ...]:
+    """(from worker, to worker) of the ring all-reduce: i -> i + 1 mod n; none for one worker."""
+    return tuple((a, b) for a, b, _ in _route("collective", n, 0))
+
+
+def node_width(status) -> float:
+    """Inches wide every node is: room for the longest host name and any port (5 digits)."""
+    hosts = [worker.address.rpartition(":")[0] or worker.address for worker in status.workers]
+    longest = max(len(host) + 6 for host in hosts)  # ":65535"
+    return max(1.9, 0.2 + 0.08 * longest)
+
+
+def graph(status):
+    """The cluster as a graphviz Digraph: one box per worker, the ring between them."""
+    import graphviz
+
+    n = status.num_workers
+    dot = graphviz.Digraph("cluster", engine="dot")
+    dot.attr(
+        rankdir="LR",
+        compound="true",
+        fontname="Helvetica",
+        fontsize="11",
+        labeljust="l",
+        nodesep="0.15",
+        ranksep="0.6",
+    )
+    if n < 2:
+        about = "one worker: nothing to all-reduce between workers"
+    else:
+        about = f"ring all-reduce across {n} workers (each sends to the next)"
+    dot.attr(label=about, labelloc="t")
+    # fixedsize: text never changes the layout (an address's port differs between runs).
+    dot.attr(
+        "node",
+        shape="box",
+        style="rounded,filled",
+        fillcolor="white",
+        fontname="Helvetica",
+        fontsize="10",
+        fixedsize="true",
+        width=f"{node_width(status):.2f}",
+        height="0.3",
+    )
+    dot.attr("edge", color=RING, penwidth="1.5", arrowsize="0.7")
+    for status_ in status.workers:
+        i, state = status_.worker, status_.state
+        with dot.subgraph(name=f"cluster_w{i}") as box:
+            box.attr(
+                label=worker_label(i),
+                style="rounded,filled",
+                color=STATE_COLORS[state],
+                fillcolor=TINTS[state],
+                penwidth="2",
+            )
+            address = status_.address or "address not known yet"
+            box.node(
+                f"w{i}",
+                f"{state}\n{address}",
+                fillcolor=STATE_COLORS[state],
+                fontcolor="white",
+                height="0.5",
+            )
+            for k, device in enumerate(status_.devices):
+                box.node(f"w{i}d{k}", _short(device))
+            if not status_.devices:
+                box.node(f"w{i}d", "devices: not known yet", style="rounded,dashed")
+    for a, b in ring_edges(n):
+        dot.edge(f"w{a}", f"w{b}", ltail=f"cluster_w{a}", lhead=f"cluster_w{b}")
+    return dot
+
+
+def svg(dot) -> str:
+    """``dot`` drawn as SVG markup (from ``<svg``: no XML prolog, no version comment)."""
+    import graphviz
+
+    try:
+        text = dot.pipe(format="svg", encoding="utf-8")
+    except graphviz.ExecutableNotFound as error:
+        raise RuntimeError(
+            "graphviz's `dot` program is missing, so the cluster cannot be drawn. "
+            "Install it (Debian/Ubuntu: apt-get install graphviz; macOS: brew install "
+            "graphviz; conda: conda install -c conda-forge graphviz)."
+        ) from error
+    return text[text.find("<svg") :]
+
+
+def header_html(status, title: str) -> str:
+    n = status.num_workers
+    bits = [f"<strong>{r.esc(title)}</strong>", f"{n} worker{'' if n == 1 else 's'}"]
+    counts: dict[str, int] = {}
+    for worker in status.workers:
+        counts[worker.state] = counts.get(worker.state, 0) + 1
+    for state, color in STATE_COLORS.items():
+        if counts.get(state):
+            bits.append(
+                f'<span class="mw-count" data-state="{state}" style="color:{color}">'
+                f"{counts[state]} {state}</span>"
+            )
+    return f'<div class="mw-title" style="{r.FONT}">{" &middot; ".join(bits)}</div>'
+
+
+def _clip(text: str) -> str:
+    """Escaped text, cut to _CLIP characters (the whole text in a tooltip)."""
+    if len(text) <= _CLIP:
+        return r.esc(text)
+    return f'<span title="{r.esc(text)}">{r.esc(text[: _CLIP - 1])}&hellip;</span>'
+
+
+def table_html(status) -> str:
+    cell = "padding:2px 8px;border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top"
+    heads = ("worker", "state", "step", "loss", "message", "last line")
+    rows = ["<tr>" + "".join(f'<th style="{cell}">{h}</th>' for h in heads) + "</tr>"]
+    for worker in status.workers:
+        state, color = worker.state, STATE_COLORS[worker.state]
+        badge = (
+            f'<span class="mw-state" style="color:white;background:{color};'
+            f'border-radius:3px;padding:0 4px">{state}</span>'
+        )
+        step = "-" if worker.step is None else str(worker.step)
+        loss = f"{worker.losses[-1][1]:.4g}" if worker.losses else "-"
+        message = f'<span style="color:{color}">{_clip(worker.message)}</span>'
+        line = _clip(worker.last_output[-1]) if worker.last_output else ""
+        cells = (
+            r.esc(worker_label(worker.worker)),
+            badge,
+            f'<span class="mw-step">{step}</span>',
+            f'<span class="mw-loss">{loss}</span>',
+            message,
+            f'<code style="white-space:pre-wrap">{line}</code>',
+        )
+        rows.append(
+            f'<tr class="mw-worker" data-worker="{worker.worker}" data-state="{state}">'
+            + "".join(f'<td style="{cell}">{c}</td>' for c in cells)
+            + "</tr>"
+        )
+    return (
+        f'<table class="mw-cluster-table" style="{r.FONT};border-collapse:collapse">'
+        f"{''.join(rows)}</table>"
+    )
+
+
+def _thin(points: list[tuple[int, float]], max_points: int) -> list[tuple[int, float]]:
+    """At most about ``max_points`` points: every k-th one, always keeping the last."""
+    if len(points) <= max_points:
+        return points
+    stride = math.ceil(len(points) / max_points)
+    last = len(points) - 1
+    return [p for i, p in enumerate(points) if i % stride == 0 or i == last]
+
+
+def loss_key(status, max_points: int) -> tuple:
+    """Changes whenever the plot would: losses are only ever appended."""
+    return (max_points, tuple(len(worker.losses) for worker in status.workers))
+
+
+def loss_figure(status, max_points: int):
+    """A matplotlib Figure: one loss line per worker that reported a loss; None if none did."""
+    reporting = [worker for worker in status.workers if worker.losses]
+    if not reporting:
+        return None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(5.0, 2.2), dpi=72)
+    FigureCanvasAgg(figure)
+    figure.subplots_adjust(left=0.13, right=0.98, top=0.95, bottom=0.2)
+    axes = figure.add_subplot()
+    axes.set_xlabel("step")
+    axes.set_ylabel("loss per worker")
+    for worker in reporting:
+        steps, losses = zip(*_thin(worker.losses, max_points), strict=True)
+        axes.plot(
+            steps,
+            losses,
+            lw=1,
+            marker="." if len(steps) == 1 else None,
+            color=f"C{worker.worker % 10}",  # a worker keeps its colour as others join
+            label=worker_label(worker.worker),
+        )
+    axes.legend(fontsize=7, loc="upper right")
+    return figure
+
+
+def png(figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.canvas.print_png(buffer)
+    return buffer.getvalue()
+
+
+def image_html(data: bytes) -> str:
+    if not data:
+        return ""
+    encoded = base64.b64encode(data).decode()
+    return f'<img alt="loss per worker" src="data:image/png;base64,{encoded}"/>'

@@ -1,0 +1,321 @@
+"""ClusterView: a multi-worker cluster while it runs: who is up, who trains, who failed."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import ipywidgets as w
+import traitlets as t
+
+import mirrorkit as mk
+from mirrorwidgets import _cluster_render as cr
+from mirrorwidgets import _render as r
+from mirrorwidgets._cluster_render import STATE_COLORS
+from mirrorwidgets._snapshot import SnapshotMixin
+from mirrorwidgets._throttle import Throttle
+
+__all__ = ["STATE_COLORS", "ClusterView"]
+
+_FINAL_KINDS = ("finished", "failed", "stopped")
+
+
+class ClusterView(SnapshotMixin, w.VBox):
+    """Draw a multi-worker cluster live: its topology, each worker's state, and the losses.
+
+    The view holds a ``mirrorkit.ClusterStatus`` and folds each ``mirrorkit.WorkerEvent``
+    into it with :meth:`update`, so it can be the launcher's callback:
+    ``cluster.run(fn, on_event=view.update)``. It draws (a) a graphviz diagram with one box
+    per worker (task 0 is the chief), its address and devices, coloured by state
+    (``STATE_COLORS``: starting grey, ready blue, training green, finished dark green,
+    failed red, stopped orange) and the ring all-reduce between workers; (b) a table of
+    each worker's state, last step, last loss, why it failed or stopped, and the last line
+    it printed; (c) once a worker reports a loss, one matplotlib loss line per worker.
+
+    Redraws are throttled: at most every ``min_interval`` seconds and within ``budget`` of
+    the wall time (the loss plot at most every ``plot_interval`` seconds); an event that
+    ends a worker (``finished``, ``failed``, ``stopped``) always redraws everything, and
+    :meth:`flush` does so on demand. The static snapshot (``text/html``) is always drawn
+    from every event applied, and the same events give the same HTML.
+
+    Args:
+        num_workers: How many workers the cluster has (an int >= 1).
+        addresses: Optional ``host:port`` of each worker, known before they start (a
+            ``"starting"`` event with an address replaces it).
+        title: Heading above the view.
+        **kwargs: Any trait below, or layout options of ``ipywidgets.VBox``.
+
+    Raises:
+        ValueError: If ``num_workers`` is not an int >= 1, or ``addresses`` does not hold
+            one address per worker.
+        TypeError: If ``addresses`` is not a sequence of strings.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> from mirrorwidgets.cluster_view import ClusterView
+        >>> view = ClusterView(2, addresses=["localhost:2222", "localhost:2223"])
+        >>> view.update(mk.WorkerEvent(0, "step", step=1, metrics={"loss": 0.5}))
+        True
+        >>> view.update(mk.WorkerEvent(1, "failed", text="exit status -9"))
+        True
+        >>> view.states, view.edges
+        (('training', 'failed'), ((0, 1), (1, 0)))
+        >>> "exit status -9" in view.snapshot_html()
+        True
+    """
+
+    title = t.Unicode("Multi-worker cluster", help="Heading above the view.")
+    min_interval = t.Float(0.08, help="Fewest seconds between redraws while events arrive.")
+    budget = t.Float(0.05, help="Largest fraction of wall time that redraws may take.")
+    plot_interval = t.Float(
+        2.0, help="Fewest seconds between redraws of the loss plot while workers run."
+    )
+    max_points = t.Int(
+        500, help="Most points in each worker's loss line (beyond: every k-th, and the last)."
+    )
+    num_workers = t.Int(0, read_only=True, help="How many workers the cluster has.")
+    states = t.Tuple(read_only=True, help="Each worker's state, one of mirrorkit.WORKER_STATES.")
+    steps = t.Tuple(
+        read_only=True, help="Each worker's last finished step (None before its first)."
+    )
+    num_events = t.Int(0, read_only=True, help="How many events the view has applied.")
+
+    def __init__(
+        self,
+        num_workers: int,
+        *,
+        addresses=None,
+        title: str = "Multi-worker cluster",
+        **kwargs,
+    ):
+        status = mk.ClusterStatus(num_workers)  # checks num_workers
+        for worker, address in zip(status.workers, _addresses(addresses, num_workers), strict=True):
+            worker.address = address
+        super().__init__(**kwargs)
+        self.title = title
+        self._status = status
+        self._lock = threading.RLock()  # a launcher may call update() from its own thread
+        self._throttle = Throttle(self.min_interval, self.budget)
+        self._plotted_at = -float("inf")
+        self._svg_cache: tuple[str, str] = ("", "")
+        self._png_cache: tuple[tuple | None, bytes] = (None, b"")
+        self._header = w.HTML()
+        self._topology = w.HTML()
+        self._plot = w.Image(format="png", layout=w.Layout(max_width="520px", display="none"))
+        self._table = w.HTML()
+        self.children = [self._header, w.HBox([self._topology, self._plot]), self._table]
+        try:
+            self._set_traits()
+            self._draw(plot=True)
+        except Exception:
+            self.close()  # no half-built widget left behind
+            raise
+        self.observe(self._redraw, names=["title", "max_points"])
+        self.observe(self._retime, names=["min_interval", "budget"])
+
+    @t.validate("min_interval", "budget", "plot_interval", "max_points")
+    def _check_settings(self, proposal):
+        value, name = proposal["value"], proposal["trait"].name
+        if name in ("min_interval", "plot_interval") and value < 0:
+            raise t.TraitError(f"{name} must be >= 0, got {value!r}.")
+        if name == "budget" and not 0 < value <= 1:
+            raise t.TraitError(f"budget must be > 0 and <= 1, got {value!r}.")
+        if name == "max_points" and value < 2:
+            raise t.TraitError(f"max_points must be >= 2, got {value!r}.")
+        return value
+
+    @property
+    def status(self) -> mk.ClusterStatus:
+        """The ``mirrorkit.ClusterStatus`` the view draws (every event applied so far).
+
+        Example:
+            >>> import mirrorkit as mk
+            >>> from mirrorwidgets.cluster_view import ClusterView
+            >>> view = ClusterView(1)
+            >>> _ = view.update(mk.WorkerEvent(0, "output", text="epoch 1"))
+            >>> view.status.workers[0].last_output
+            ['epoch 1']
+        """
+        return self._status
+
+    @property
+    def edges(self) -> tuple[tuple[int, int], ...]:
+        """The ring all-reduce drawn between workers: ``(i, i + 1 mod n)``; none for one worker.
+
+        Example:
+            >>> from mirrorwidgets.cluster_view import ClusterView
+            >>> ClusterView(3).edges, ClusterView(1).edges
+            (((0, 1), (1, 2), (2, 0)), ())
+        """
+        return cr.ring_edges(self._status.num_workers)
+
+    def update(self, event: mk.WorkerEvent) -> bool:
+        """Apply one event from the cluster; redraw if a redraw is due.
+
+        Args:
+            event: A ``mirrorkit.WorkerEvent`` for one of this cluster's workers.
+
+        Returns:
+            Whether the view was redrawn (else it is at most ``min_interval`` seconds
+            behind; an event that ends a worker, or :meth:`flush`, redraws it).
+
+        Raises:
+            TypeError: If ``event`` is not a ``mirrorkit.WorkerEvent``.
+            ValueError: If the event names a worker this cluster does not have.
+
+        Example:
+            >>> import mirrorkit as mk
+            >>> from mirrorwidgets.cluster_view import ClusterView
+            >>> view = ClusterView(2, min_interval=3600)
+            >>> cpu = "/job:worker/replica:0/task:0/device:CPU:0"
+            >>> view.update(mk.WorkerEvent(0, "ready", devices=(cpu,)))
+            True
+            >>> view.update(mk.WorkerEvent(0, "step", step=1))  # throttled
+            False
+            >>> view.update(mk.WorkerEvent(0, "finished"))  # ends a worker: always drawn
+            True
+            >>> view.update(mk.WorkerEvent(5, "step", step=1))
+            Traceback (most recent call last):
+            ...
+            ValueError: event for worker 5, but this cluster has 2 workers (0..1).
+        """
+        if not isinstance(event, mk.WorkerEvent):
+            raise TypeError(
+                f"update() takes a mirrorkit.WorkerEvent, got {type(event).__name__}; "
+                "rebuild a JSON dict with mirrorkit.WorkerEvent.from_json()."
+            )
+        with self._lock:
+            self._status.apply(event)
+            self._set_traits()
+            final = event.kind in _FINAL_KINDS
+            if not final and not self._throttle.due():
+                return False
+            self._throttle.begin()
+            now = time.perf_counter()
+            self._draw(plot=final or now - self._plotted_at >= self.plot_interval)
+            self._throttle.end()
+            return True
+
+    def flush(self) -> None:
+        """Redraw everything now, the loss plot included (e.g. after the cluster ran).
+
+        Example:
+            >>> import mirrorkit as mk
+            >>> from mirrorwidgets.cluster_view import ClusterView
+            >>> view = ClusterView(1, min_interval=3600)
+            >>> _ = view.update(mk.WorkerEvent(0, "ready"))
+            >>> view.update(mk.WorkerEvent(0, "step", step=7, metrics={"loss": 0.25}))
+            False
+            >>> view.flush()
+            >>> 'class="mw-step">7<' in view._table.value
+            True
+        """
+        with self._lock:
+            self._draw(plot=True)
+
+    def loss_figure(self):
+        """The loss plot: a matplotlib Figure with one line per worker that reported a loss.
+
+        Returns:
+            A new ``matplotlib.figure.Figure``, or ``None`` while no worker reported a loss.
+
+        Example:
+            >>> import mirrorkit as mk
+            >>> from mirrorwidgets.cluster_view import ClusterView
+            >>> view = ClusterView(3)
+            >>> view.loss_figure() is None
+            True
+            >>> for worker in (0, 2):
+            ...     _ = view.update(mk.WorkerEvent(worker, "step", step=1, metrics={"loss": 1.0}))
+            >>> [line.get_label() for line in view.loss_figure().axes[0].lines]
+            ['worker 0 (chief)', 'worker 2']
+        """
+        with self._lock:
+            return cr.loss_figure(self._status, self.max_points)
+
+    def snapshot_html(self) -> str:
+        """Every event applied so far, drawn as HTML: topology (SVG), table, loss plot (PNG).
+
+        Returns:
+            An HTML fragment, no script; the same events always give the same HTML.
+
+        Example:
+            >>> from mirrorwidgets.cluster_view import ClusterView
+            >>> html = ClusterView(2).snapshot_html()
+            >>> "<svg" in html, html.count('class="mw-worker"'), "data:image/png" in html
+            (True, 2, False)
+        """
+        with self._lock:
+            header, topology, table, image = self._render(plot=True)
+        picture = (
+            '<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">'
+            f"<div>{topology}</div>{image}</div>"
+        )
+        return r.container(header + picture + table, "mw-cluster mw-snapshot")
+
+    # ------------------------------------------------------------------ drawing
+
+    def _retime(self, change) -> None:
+        setattr(self._throttle, change["name"], change["new"])
+
+    def _redraw(self, change=None) -> None:
+        self.flush()
+
+    def _set_traits(self) -> None:
+        workers = self._status.workers
+        self.set_trait("num_workers", len(workers))
+        self.set_trait("states", tuple(worker.state for worker in workers))
+        self.set_trait("steps", tuple(worker.step for worker in workers))
+        self.set_trait("num_events", self._status.events)
+
+    def _render(self, *, plot: bool) -> tuple[str, str, str, str]:
+        """Header, topology SVG, table and (if ``plot``) loss-plot ``<img>``, as HTML."""
+        status = self._status
+        dot = cr.graph(status)
+        if self._svg_cache[0] != dot.source:  # dot runs only when the drawing changes
+            self._svg_cache = (dot.source, cr.svg(dot))
+        image = ""
+        if plot:
+            image = cr.image_html(self._loss_png())
+        return cr.header_html(status, self.title), self._svg_cache[1], cr.table_html(status), image
+
+    def _loss_png(self) -> bytes:
+        key = cr.loss_key(self._status, self.max_points)
+        if self._png_cache[0] != key:
+            figure = cr.loss_figure(self._status, self.max_points)
+            self._png_cache = (key, b"" if figure is None else cr.png(figure))
+        return self._png_cache[1]
+
+    def _draw(self, *, plot: bool) -> None:
+        header, topology, table, _ = self._render(plot=False)
+        self._header.value = header
+        self._topology.value = topology
+        self._table.value = table
+        if plot:
+            self._plotted_at = time.perf_counter()
+            data = self._loss_png()
+            if data and self._plot.value != data:
+                self._plot.value = data
+            self._plot.layout.display = None if data else "none"
+
+
+def _addresses(addresses, num_workers: int) -> list[str]:
+    """Check ``addresses``: None, or one string per worker."""
+    if addresses is None:
+        return [""] * num_workers
+    try:
+        given = None if isinstance(addresses, str) else list(addresses)
+    except TypeError:
+        given = None
+    if given is None or not all(isinstance(a, str) for a in given):
+        raise TypeError(
+            "addresses must be a sequence of 'host:port' strings, one per worker, "
+            f"got {addresses!r}."
+        )
+    addresses = given
+    if len(addresses) != num_workers:
+        raise ValueError(
+            f"addresses holds {len(addresses)} address(es) but num_workers is {num_workers}; "
+            "give one per worker (worker 0, the chief, first)."
+        )
+    return addresses
