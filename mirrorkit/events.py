@@ -29,6 +29,7 @@ class WorkerEvent:
         metrics: Numbers reported with a step, such as ``{"loss": 0.25}``.
         text: A line the worker printed (``"output"``) or why it failed or stopped.
         address: The worker's ``host:port`` (``"starting"``).
+        pid: The worker's process id (``"starting"``), for instance to freeze it by hand.
         devices: The devices the worker's strategy uses (``"ready"``).
 
     Example:
@@ -44,6 +45,7 @@ class WorkerEvent:
     metrics: dict[str, float] = field(default_factory=dict)
     text: str = ""
     address: str = ""
+    pid: int | None = None
     devices: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -69,6 +71,7 @@ class WorkerEvent:
             "metrics": dict(self.metrics),
             "text": self.text,
             "address": self.address,
+            "pid": self.pid,
             "devices": list(self.devices),
         }
 
@@ -90,6 +93,7 @@ class WorkerEvent:
             metrics={str(k): float(v) for k, v in (data.get("metrics") or {}).items()},
             text=str(data.get("text", "")),
             address=str(data.get("address", "")),
+            pid=None if data.get("pid") is None else int(data["pid"]),
             devices=tuple(data.get("devices") or ()),
         )
 

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -513,7 +514,7 @@ class _Session:
         if kind == "network":
             self._network(message)
         elif kind == "spawned":
-            self.emit(message["worker"], "starting", address=message["address"])
+            self.emit(message["worker"], "starting", address=message["address"], pid=message["pid"])
         elif kind == "output":
             worker, text = message["worker"], message["text"]
             self.record.output[worker].append(text)
@@ -595,7 +596,7 @@ class _Session:
             )
         raise WorkerFailedError(
             f"worker {worker} failed: {detail}; the other workers ({_names(others)}) were "
-            f"stopped.{last}",
+            f"stopped.{_heartbeat_hint(why, *self.record.output[worker])}{last}",
             self.record,
             worker=worker,
         )
@@ -700,6 +701,18 @@ class _Session:
         import cloudpickle
 
         return cloudpickle.loads(path.read_bytes())
+
+
+def _heartbeat_hint(*texts: str) -> str:
+    """Name the worker TensorFlow's coordination service found silent, if it did."""
+    why = "\n".join(texts)
+    match = re.search(r"stopped sending heartbeats\)?:?\s*/job:\w+/replica:\d+/task:(\d+)", why)
+    if not match:
+        return ""
+    return (
+        f" TensorFlow reports that worker {match.group(1)} stopped sending heartbeats: it was "
+        "frozen, overloaded or cut off, and the others could not go on without it."
+    )
 
 
 def _names(workers: Sequence[int]) -> str:

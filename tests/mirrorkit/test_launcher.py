@@ -251,3 +251,31 @@ def test_bad_arguments_say_what_to_do():
         mk.KillWorker(worker=0, at_step=0)
     with pytest.raises(TypeError, match="function must be callable"):
         mk.LocalCluster(2).run("train.py")
+
+
+def test_frozen_worker_is_found_by_heartbeat_and_named(no_orphans):
+    pids = {}
+
+    def freeze_worker_1(event):
+        if event.kind == "starting":
+            pids[event.worker] = event.pid
+        if event.kind == "step" and event.worker == 1 and event.step == 2:
+            os.kill(pids[1], signal.SIGSTOP)  # frozen, not dead: its process stays
+
+    started = time.monotonic()
+    with pytest.raises(mk.WorkerFailedError) as error:
+        mk.LocalCluster(2, echo=False).run(
+            count_steps, kwargs={"steps": 10_000}, on_event=freeze_worker_1
+        )
+    took = time.monotonic() - started
+    message = str(error.value)
+    assert error.value.worker == 0  # the survivor is the one that raises
+    assert "worker 1 stopped sending heartbeats" in message
+    assert took < 90
+    assert set(error.value.run.exits) == {0, 1}  # the frozen one was ended too
+
+
+def test_three_workers(no_orphans):
+    run = mk.LocalCluster(3, echo=False).run(count_steps, kwargs={"steps": 2})
+    assert [r["sums"] for r in run.results] == [[6.0, 6.0]] * 3  # 1 + 2 + 3
+    assert len(set(run.addresses)) == 3
