@@ -279,3 +279,34 @@ def test_three_workers(no_orphans):
     run = mk.LocalCluster(3, echo=False).run(count_steps, kwargs={"steps": 2})
     assert [r["sums"] for r in run.results] == [[6.0, 6.0]] * 3  # 1 + 2 + 3
     assert len(set(run.addresses)) == 3
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import tensorflow as tf
+    import mirrorkit as mk
+
+    def train(context):
+        value = context.strategy.run(lambda: tf.constant(2.0))
+        return float(context.strategy.reduce("SUM", value, axis=None))
+
+    if __name__ == "__main__":
+        context = mk.current_context()
+        print("script sees", sys.argv[1:], "as worker", context.task_id, flush=True)
+    """
+)
+
+
+def test_run_script_as_main_and_as_function(tmp_path, capsys, no_orphans):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    cluster = mk.LocalCluster(2)
+
+    as_main = cluster.run_script(script, args=["--epochs", "3"])
+    out = capsys.readouterr().out
+    assert "[worker 1] script sees ['--epochs', '3'] as worker 1" in out
+    assert as_main.results == [None, None]
+
+    as_function = cluster.run_script(f"{script}:train")
+    assert as_function.results == [4.0, 4.0]

@@ -204,24 +204,29 @@ def loss_figure(status, max_points: int):
         return None
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
-    figure = Figure(figsize=(5.0, 2.2), dpi=72)
+    figure = Figure(figsize=(5.0, 2.2), dpi=96)
     FigureCanvasAgg(figure)
     figure.subplots_adjust(left=0.13, right=0.98, top=0.95, bottom=0.2)
     axes = figure.add_subplot()
     axes.set_xlabel("step")
     axes.set_ylabel("loss per worker")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     for worker in reporting:
         steps, losses = zip(*_thin(worker.losses, max_points), strict=True)
+        # Workers in sync report the same loss: wider, paler lines for lower task
+        # indices keep every worker's line visible where they overlap.
         axes.plot(
             steps,
             losses,
-            lw=1,
+            lw=1.2 + 2.0 * (len(reporting) - 1 - reporting.index(worker)) / len(reporting),
+            alpha=0.85,
             marker="." if len(steps) == 1 else None,
             color=f"C{worker.worker % 10}",  # a worker keeps its colour as others join
             label=worker_label(worker.worker),
         )
-    axes.legend(fontsize=7, loc="upper right")
+    axes.legend(fontsize=8, loc="upper right")
     return figure
 
 
