@@ -199,7 +199,10 @@ def test_widgets_render_four_replicas_in_jupyterlab(browser_tools, jupyterlab):
                 assert time.monotonic() < deadline, "kernel did not become idle within 60s"
                 time.sleep(0.5)
             page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-            page.wait_for_selector("text=all cells ran", timeout=RUN_TIMEOUT * 1000)
+            # In an output area: the cell's own source holds the same words.
+            page.wait_for_selector(
+                ".jp-OutputArea-output >> text=all cells ran", timeout=RUN_TIMEOUT * 1000
+            )
             deadline = time.monotonic() + 30
             while not _kernels_idle(base, token):
                 assert time.monotonic() < deadline, "kernel stayed busy after the last cell"
