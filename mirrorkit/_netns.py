@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import fcntl
+import errno
 import os
 import socket
 import struct
@@ -23,10 +23,14 @@ _IFF_UP = 0x1
 
 
 def _unshare(flags: int) -> None:
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    if libc.unshare(flags) != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, os.strerror(errno))
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        unshare = libc.unshare
+    except (OSError, AttributeError) as error:  # not Linux: no namespaces at all
+        raise OSError(errno.ENOSYS, "network namespaces need Linux") from error
+    if unshare(flags) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
 
 
 def _write(path: str, text: str) -> None:
@@ -68,6 +72,8 @@ def enter_private_network(*, user_namespace: bool = False) -> str:
 
 
 def _bring_up_loopback() -> None:
+    import fcntl  # Linux only, like the namespace itself
+
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         request = struct.pack("16sh", b"lo", 0)
         flags = struct.unpack("16sh", fcntl.ioctl(sock, _SIOCGIFFLAGS, request))[1]
