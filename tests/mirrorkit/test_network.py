@@ -66,3 +66,46 @@ def test_listening_sockets_decodes_proc_net_tcp():
     assert _procs.describe_exit(-9) == "killed by SIGKILL"
     assert _procs.describe_exit(3) == "exit status 3"
     assert len(set(_procs.free_ports(3))) == 3
+
+
+FALLBACK = textwrap.dedent(
+    """
+    import os, sys, warnings
+    sys.path.insert(0, {root!r})
+    from mirrorkit import _netns
+
+    # A user namespace of our own, in which no further namespace may be made: what a
+    # machine that refuses namespaces looks like to the launcher.
+    uid, gid = os.getuid(), os.getgid()
+    _netns._unshare(_netns.CLONE_NEWUSER)
+    _netns._write("/proc/self/setgroups", "deny")
+    _netns._write("/proc/self/uid_map", f"{{uid}} {{uid}} 1")
+    _netns._write("/proc/self/gid_map", f"{{gid}} {{gid}} 1")
+    for limit in ("max_net_namespaces", "max_user_namespaces"):
+        _netns._write(f"/proc/sys/user/{{limit}}", "0")
+
+    import mirrorkit as mk
+
+    def task(context):
+        return context.task_id
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = mk.LocalCluster(2, echo=False).run(task)
+    print(run.network, run.results, [w.category.__name__ for w in caught], flush=True)
+    print(run.network_note, flush=True)
+    """
+)
+
+
+def test_refused_namespaces_fall_back_to_the_shared_network_with_a_warning():
+    child = subprocess.run(
+        [sys.executable, "-c", FALLBACK.format(root=str(ROOT))],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert child.returncode == 0, child.stderr
+    first, note = child.stdout.strip().splitlines()[-2:]
+    assert first == "shared [0, 1] ['ClusterSecurityWarning']"
+    assert "cannot create a network namespace" in note
