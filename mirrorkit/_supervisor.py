@@ -22,6 +22,7 @@ import threading
 import time
 
 from mirrorkit import _procs
+from mirrorkit.scaleout import tf_configs
 
 _write_lock = threading.Lock()
 
@@ -65,16 +66,13 @@ class Supervisor:
         addresses = [f"{host}:{port}" for port in ports]
         network.update(interfaces=_procs.interfaces(), addresses=addresses)
         send({"type": "network", **network})
+        configs = tf_configs(addresses)
         for index in range(self.spec["num_workers"]):
             if index in self.spec["absent"]:
                 continue
-            self.workers[index] = self.spawn(index, addresses)
+            self.workers[index] = self.spawn(index, configs[index])
 
-    def spawn(self, index: int, addresses: list[str]) -> subprocess.Popen:
-        tf_config = {
-            "cluster": {"worker": addresses},
-            "task": {"type": "worker", "index": index},
-        }
+    def spawn(self, index: int, tf_config: dict) -> subprocess.Popen:
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
         env.update(self.spec["env"])
@@ -96,7 +94,8 @@ class Supervisor:
             cwd=self.spec["cwd"],
         )
         os.close(write_fd)
-        send({"type": "spawned", "worker": index, "pid": process.pid, "address": addresses[index]})
+        address = tf_config["cluster"]["worker"][index]
+        send({"type": "spawned", "worker": index, "pid": process.pid, "address": address})
         pumps = [
             threading.Thread(target=self.pump_output, args=(index, process), daemon=True),
             threading.Thread(target=self.pump_events, args=(index, read_fd), daemon=True),

@@ -38,6 +38,7 @@ from mirrorkit.errors import (
     WorkerFailedError,
 )
 from mirrorkit.events import ClusterStatus, WorkerEvent
+from mirrorkit.scaleout import tf_configs
 
 NETWORKS = ("private", "shared")
 
@@ -144,10 +145,7 @@ class ClusterRun:
             >>> ClusterRun(num_workers=2, addresses=["127.0.0.1:1", "127.0.0.1:2"]).tf_configs[1]
             {'cluster': {'worker': ['127.0.0.1:1', '127.0.0.1:2']}, 'task': {'type': 'worker', 'index': 1}}
         """  # noqa: E501
-        return [
-            {"cluster": {"worker": list(self.addresses)}, "task": {"type": "worker", "index": i}}
-            for i in range(len(self.addresses))
-        ]
+        return tf_configs(self.addresses) if self.addresses else []
 
     def summary(self) -> str:
         """One line per worker: state, steps, last loss and how its process ended.
@@ -437,7 +435,9 @@ class _Session:
         self.closed = False
 
     def emit(self, worker: int, kind: str, **fields: Any) -> None:
-        event = WorkerEvent(worker, kind, time=round(self.elapsed(), 3), **fields)
+        self._publish(WorkerEvent(worker, kind, time=round(self.elapsed(), 3), **fields))
+
+    def _publish(self, event: WorkerEvent) -> None:
         self.record.events.append(event)
         self.record.status.apply(event)
         if self.on_event is not None:
@@ -550,7 +550,7 @@ class _Session:
             )
 
     def _worker_event(self, message: dict) -> None:
-        event = WorkerEvent.from_json({**message, "time": 0.0})
+        event = WorkerEvent.from_json({**message, "time": round(self.elapsed(), 3)})
         if event.kind == "ready":
             self.ready.add(event.worker)
             if len(self.ready) == self.cluster.num_workers:
@@ -559,14 +559,7 @@ class _Session:
             self.finished.add(event.worker)
         elif event.kind == "failed":
             self.failures.append((event.worker, event.text, False))
-        self.emit(
-            event.worker,
-            event.kind,
-            step=event.step,
-            metrics=event.metrics,
-            text=event.text,
-            devices=event.devices,
-        )
+        self._publish(event)
 
     def _exit(self, worker: int, returncode: int) -> None:
         how = _procs.describe_exit(returncode)
