@@ -115,16 +115,7 @@ def graph(status):
 
 def svg(dot) -> str:
     """``dot`` drawn as SVG markup (from ``<svg``: no XML prolog, no version comment)."""
-    import graphviz
-
-    try:
-        text = dot.pipe(format="svg", encoding="utf-8")
-    except graphviz.ExecutableNotFound as error:
-        raise RuntimeError(
-            "graphviz's `dot` program is missing, so the cluster cannot be drawn. "
-            "Install it (Debian/Ubuntu: apt-get install graphviz; macOS: brew install "
-            "graphviz; conda: conda install -c conda-forge graphviz)."
-        ) from error
+    text = r.graphviz_svg(dot, "cluster")
     return text[text.find("<svg") :]
 
 

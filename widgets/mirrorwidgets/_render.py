@@ -109,3 +109,17 @@ def sync_html(flag: bool | None, what: str = "in sync", css: str = "mw-sync") ->
 
 def container(inner: str, css_class: str) -> str:
     return f'<div class="{css_class}" style="{FONT}">{inner}</div>'
+
+
+def graphviz_svg(dot, what: str) -> str:
+    """``dot`` (a graphviz graph) drawn as SVG text, or a RuntimeError saying how to get ``dot``."""
+    import graphviz
+
+    try:
+        return dot.pipe(format="svg", encoding="utf-8")
+    except graphviz.ExecutableNotFound as error:
+        raise RuntimeError(
+            f"graphviz's `dot` program is missing, so the {what} cannot be drawn. "
+            "Install it (Debian/Ubuntu: apt-get install graphviz; macOS: brew install "
+            "graphviz; conda: conda install -c conda-forge graphviz)."
+        ) from error

@@ -226,16 +226,7 @@ class TopologyDiagram:
             True
         """
         if self._svg is None:
-            import graphviz
-
-            try:
-                self._svg = self._graph().pipe(format="svg", encoding="utf-8")
-            except graphviz.ExecutableNotFound as error:
-                raise RuntimeError(
-                    "graphviz's `dot` program is missing, so the diagram cannot be drawn. "
-                    "Install it (Debian/Ubuntu: apt-get install graphviz; macOS: brew install "
-                    "graphviz; conda: conda install -c conda-forge graphviz)."
-                ) from error
+            self._svg = r.graphviz_svg(self._graph(), "diagram")
         return self._svg
 
     def __repr__(self) -> str:
