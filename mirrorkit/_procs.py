@@ -44,6 +44,27 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
             sock.close()
 
 
+def _stat(pid: int | str) -> tuple[str, int] | None:
+    """(state letter, parent pid) of a process from /proc, or None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0], int(fields[1])
+
+
+def is_running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not ended (a zombie has)."""
+    stat = _stat(pid)
+    return stat is not None and stat[0] != "Z"
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent pid of ``pid``, or None if it is gone."""
+    stat = _stat(pid)
+    return None if stat is None else stat[1]
+
+
 def processes_with(marker: str) -> list[int]:
     """Pids of live processes whose command line contains ``marker`` (reads /proc)."""
     found = []
@@ -52,10 +73,9 @@ def processes_with(marker: str) -> list[int]:
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if marker in cmdline and state != "Z":
+        if marker in cmdline and is_running(int(entry.name)):
             found.append(int(entry.name))
     return sorted(found)
 

@@ -36,19 +36,11 @@ def count_steps(context, steps=4):
 def wait_gone(pids, within=15.0):
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        alive = [pid for pid in pids if Path(f"/proc/{pid}").exists() and _alive(pid)]
+        alive = [pid for pid in pids if _procs.is_running(pid)]
         if not alive:
             return []
         time.sleep(0.1)
     return alive
-
-
-def _alive(pid):
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.fixture
@@ -215,11 +207,8 @@ def start_owner(tmp_path):
 
 
 def _descends(pid, ancestor):
-    while pid > 1:
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except OSError:
-            return False
+    while pid is not None and pid > 1:
+        pid = _procs.parent_of(pid)
         if pid == ancestor:
             return True
     return False
