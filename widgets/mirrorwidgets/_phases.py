@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from mirrorkit.tracing import StepPhases as Phases  # the tracer's own record, checked here
-from mirrorwidgets._records import _scalar, check_increasing
+from mirrorwidgets._records import _scalar, check_increasing, field, is_record, read_step
 
 TIMES = ("input_wait_s", "step_s", "all_reduce_s", "compute_s")
 FIELDS = ("step", *TIMES)
@@ -18,31 +18,16 @@ _HINT = (
 )
 
 
-def _field(record, name: str, where: str):
-    if isinstance(record, Mapping):
-        if name in record:
-            return record[name]
-    elif hasattr(record, name):
-        return getattr(record, name)
-    raise ValueError(f"{where} has no {name!r}. {_HINT}")
-
-
-def _is_record(record) -> bool:
-    return isinstance(record, Mapping) or any(hasattr(record, name) for name in FIELDS)
-
-
 def read_phases(record, index: int) -> Phases:
     """Check one step's phases: times finite and >= 0, compute + all-reduce == step."""
     where = f"step record {index}"
-    if not _is_record(record):
+    if not is_record(record, FIELDS):
         raise TypeError(f"{where} is {type(record).__name__} {record!r}, not a step. {_HINT}")
-    step = _scalar(_field(record, "step", where), "step", where)
-    if step.dtype.kind == "b" or float(step) != int(step):
-        raise TypeError(f"{where}: step must be an integer, got {step.item()!r}.")
-    where = f"{where} (step {int(step)})"
+    step = read_step(record, where, _HINT)
+    where = f"{where} (step {step})"
     times = {}
     for name in TIMES:
-        value = float(_scalar(_field(record, name, where), name, where))
+        value = float(_scalar(field(record, name, where, _HINT), name, where))
         if not (math.isfinite(value) and value >= 0):
             raise ValueError(f"{where}: {name} must be a time >= 0 seconds, got {value!r}.")
         times[name] = value
@@ -52,14 +37,14 @@ def read_phases(record, index: int) -> Phases:
             f"{where}: compute_s + all_reduce_s = {parts!r} is not step_s = "
             f"{times['step_s']!r}; the phases of a step must add up to it."
         )
-    return Phases(int(step), **times)
+    return Phases(step, **times)
 
 
 def read_steps(source, what: str) -> tuple[Phases, ...]:
     """Steps from a sequence of them, or from an object exposing ``.steps`` (a StepTrace)."""
     if not isinstance(source, Mapping) and hasattr(source, "steps"):
         source = source.steps
-    if _is_record(source):
+    if is_record(source, FIELDS):
         raise TypeError(
             f"{what}.update takes a sequence of steps (or a StepTrace), got a single "
             f"{type(source).__name__}; wrap it in a list, or add it with append(phases)."

@@ -39,26 +39,42 @@ def _scalar(value, name: str, where: str) -> np.ndarray:
     return array
 
 
-def _field(record, name: str, where: str, *, required: bool = True):
+def field(record, name: str, where: str, hint: str, *, required: bool = True):
+    """``record.name`` or ``record[name]``; a ValueError with ``hint`` if required and absent."""
     if isinstance(record, Mapping):
         if name in record:
             return record[name]
     elif hasattr(record, name):
         return getattr(record, name)
     if required:
-        raise ValueError(f"{where} has no {name!r}. {_HINT}")
+        raise ValueError(f"{where} has no {name!r}. {hint}")
     return None
+
+
+def is_record(record, fields: tuple[str, ...]) -> bool:
+    """A dict, or an object with at least one of ``fields``."""
+    return isinstance(record, Mapping) or any(hasattr(record, name) for name in fields)
+
+
+def read_step(record, where: str, hint: str) -> int:
+    """The record's whole-number ``step``."""
+    step = _scalar(field(record, "step", where, hint), "step", where)
+    if step.dtype.kind == "b" or float(step) != int(step):
+        raise TypeError(f"{where}: step must be an integer, got {step.item()!r}.")
+    return int(step)
+
+
+def _field(record, name: str, where: str, *, required: bool = True):
+    return field(record, name, where, _HINT, required=required)
 
 
 def read_record(record, index: int) -> ScaleRecord:
     """Check one record and return it as a :class:`ScaleRecord`."""
     where = f"record {index}"
-    if not _is_record(record):
+    if not is_record(record, FIELDS):
         raise TypeError(f"{where} is {type(record).__name__} {record!r}, not a record. {_HINT}")
-    step = _scalar(_field(record, "step", where), "step", where)
-    if step.dtype.kind == "b" or float(step) != int(step):
-        raise TypeError(f"{where}: step must be an integer, got {step.item()!r}.")
-    where = f"{where} (step {int(step)})"
+    step = read_step(record, where, _HINT)
+    where = f"{where} (step {step})"
     scale = float(_scalar(_field(record, "loss_scale", where), "loss_scale", where))
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(
@@ -71,20 +87,14 @@ def read_record(record, index: int) -> ScaleRecord:
     loss = _field(record, "loss", where, required=False)
     if loss is not None:
         loss = float(_scalar(loss, "loss", where))  # inf or NaN allowed: overflowing steps
-    return ScaleRecord(int(step), scale, bool(flag), loss)
-
-
-def _is_record(record) -> bool:
-    if isinstance(record, Mapping):
-        return True
-    return any(hasattr(record, name) for name in FIELDS)
+    return ScaleRecord(step, scale, bool(flag), loss)
 
 
 def read_records(source, what: str) -> tuple[ScaleRecord, ...]:
     """Records from a sequence of them, or from an object exposing ``.records``."""
     if not isinstance(source, Mapping) and hasattr(source, "records"):
         source = source.records
-    if isinstance(source, Mapping) or _is_record(source):
+    if is_record(source, FIELDS):
         raise TypeError(
             f"{what} takes a sequence of records, got a single {type(source).__name__}; "
             "wrap it in a list, or add it with append(record)."
