@@ -562,18 +562,43 @@ class _Session:
         self._publish(event)
 
     def _exit(self, worker: int, returncode: int) -> None:
+        if self._note_exit(worker, returncode):
+            self._fail()
+
+    def _note_exit(self, worker: int, returncode: int) -> bool:
+        """Record a worker's exit; True if it ended before finishing (a failure)."""
         how = _procs.describe_exit(returncode)
         self.record.exits[worker] = how
         if worker in self.finished:
-            return
-        known = [f for f in self.failures if f[0] == worker]
-        if not known:
+            return False
+        if not any(f[0] == worker for f in self.failures):
             self.failures.append((worker, how, returncode < 0))
             self.emit(worker, "failed", text=how)
-        self._fail()
+        return True
+
+    def _settle(self, seconds: float) -> None:
+        """Hear what else ended at the same moment before naming the cause of a failure.
+
+        A killed worker's peer often fails within milliseconds, and the supervisor may
+        report the peer's exit first.
+        """
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                channel, line = self.messages.get(timeout=left)
+            except queue.Empty:
+                return
+            if line is None or channel != "out":
+                continue
+            message = json.loads(line)
+            if message["type"] == "exit":
+                self._note_exit(message["worker"], message["returncode"])
+            elif message["type"] not in ("done", "fatal"):
+                self._handle(message)
 
     def _fail(self) -> None:
         """A worker failed: stop the rest and raise, naming the first cause."""
+        self._settle(0.3)
         worker, why, _ = next((f for f in self.failures if f[2]), self.failures[0])
         self._shutdown()
         exit_note = self.record.exits.get(worker, "")
