@@ -23,6 +23,8 @@ _EXPORTS = {
     "ReplicaSetupError": "mirrorkit.errors",
     "make_reproducible": "mirrorkit.reproducibility",
     "simulate_replicas": "mirrorkit.devices",
+    "plan_replicas": "mirrorkit.devices",
+    "ReplicaPlan": "mirrorkit.devices",
     "replica_devices": "mirrorkit.devices",
     "ALL_REDUCE_ALGORITHMS": "mirrorkit.strategy",
     "make_strategy": "mirrorkit.strategy",
@@ -99,6 +101,7 @@ __all__ = [
     "MIXED_PRECISION_POLICIES",
     "NETWORKS",
     "ReplicaBatch",
+    "ReplicaPlan",
     "ReplicaRow",
     "ReplicaSetupError",
     "ReplicaTable",
@@ -128,6 +131,7 @@ __all__ = [
     "make_strategy",
     "measure_copy_bandwidth",
     "mixed_precision_policy",
+    "plan_replicas",
     "preview_input",
     "replica_devices",
     "run_loss_scale",
@@ -151,7 +155,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         check_mirrored,
         check_per_replica,
     )
-    from mirrorkit.devices import replica_devices, simulate_replicas
+    from mirrorkit.devices import ReplicaPlan, plan_replicas, replica_devices, simulate_replicas
     from mirrorkit.equivalence import StepEquivalence, WeightGradient, check_step_equivalence
     from mirrorkit.errors import (
         AllReduceUnavailableError,

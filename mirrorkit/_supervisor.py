@@ -22,6 +22,7 @@ import threading
 import time
 
 from mirrorkit import _procs
+from mirrorkit._stderr import is_log_noise
 from mirrorkit.scaleout import tf_configs
 
 _write_lock = threading.Lock()
@@ -108,7 +109,8 @@ class Supervisor:
     def pump_output(self, index: int, process: subprocess.Popen) -> None:
         for raw in iter(process.stdout.readline, b""):
             text = raw.decode("utf-8", errors="replace").rstrip("\n")
-            send({"type": "output", "worker": index, "text": text})
+            if not is_log_noise(text):  # the workers' own output only, as in a notebook
+                send({"type": "output", "worker": index, "text": text})
 
     def pump_events(self, index: int, read_fd: int) -> None:
         with os.fdopen(read_fd, "rb") as stream:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from mirrorkit import _gpus
 from mirrorkit.errors import AllReduceUnavailableError
 
 #: Readable all-reduce names -> what each one does.
 ALL_REDUCE_ALGORITHMS: dict[str, str] = {
     "collective": (
         "TensorFlow's default for MirroredStrategy: collective all-reduce ops "
-        "(ring on CPUs and virtual devices, NCCL on physical GPUs)."
+        "(a ring on CPUs, and on GPUs when logical GPUs outnumber physical ones because "
+        "a GPU is split; NCCL when every replica is a whole physical GPU)."
     ),
     "one_device": (
         "tf.distribute.ReductionToOneDevice: copy every replica's value to one device, "
@@ -107,16 +109,43 @@ def _cross_device_ops(tf, all_reduce: str):
 
 def _require_nccl(tf, devices: tuple[str, ...]) -> None:
     not_gpu = [d for d in devices if "GPU" not in d.upper()]
-    if not tf.config.list_physical_devices("GPU"):
-        reason = "this machine has no GPU"
+    cpu_reason = (
+        "NCCL is NVIDIA's GPU-to-GPU library and TensorFlow has no NcclAllReduce kernel for "
+        "CPUs, so training would fail at its first step"
+    )
+    physical = tf.config.list_physical_devices("GPU")
+    if not physical:
+        reason = f"this machine has no GPU. {cpu_reason}"
     elif not_gpu:
-        reason = f"these replicas are not on GPUs: {', '.join(not_gpu)}"
+        reason = f"these replicas are not on GPUs: {', '.join(not_gpu)}. {cpu_reason}"
+    elif shared := _gpus.shared_physical_gpus(devices, _logical_per_physical(tf, physical)):
+        reason = _shared_gpu_reason(shared)
     elif not tf.test.is_built_with_cuda():
-        reason = "this TensorFlow build has no CUDA support"
+        reason = f"this TensorFlow build has no CUDA support. {cpu_reason}"
     else:
         return
     raise AllReduceUnavailableError(
-        f"NCCL all-reduce cannot run here: {reason}. NCCL is NVIDIA's GPU-to-GPU library and "
-        "TensorFlow has no NcclAllReduce kernel for CPUs, so training would fail at its first "
-        "step. Use all_reduce='collective' (the default) or 'one_device' instead."
+        f"NCCL all-reduce cannot run here: {reason}. Use all_reduce='collective' (the "
+        "default) or 'one_device' instead."
+    )
+
+
+def _logical_per_physical(tf, physical) -> list[int]:
+    """How many logical GPUs each physical GPU holds in this process (0 when hidden)."""
+    visible = tf.config.get_visible_devices("GPU")
+    return [
+        len(tf.config.get_logical_device_configuration(gpu) or [None]) if gpu in visible else 0
+        for gpu in physical
+    ]
+
+
+def _shared_gpu_reason(shared: dict[int, tuple[str, ...]]) -> str:
+    groups = []
+    for index, names in shared.items():
+        short = [name.rsplit("device:", 1)[-1] for name in names]
+        listed = ", ".join(short[:-1]) + f" and {short[-1]}"
+        groups.append(f"{listed} are logical GPUs on the same physical GPU {index}")
+    return (
+        f"replicas {'; '.join(groups)}, and NCCL needs each replica on a physical GPU of its "
+        'own (two on one GPU stop it with "Duplicate GPU detected")'
     )

@@ -8,6 +8,7 @@ import tensorflow as tf
 from tensorflow.python.framework import config as tf_config
 
 import mirrorkit as mk
+from mirrorkit._stderr import is_log_noise
 from tests.mirrorkit.test_devices import run_fresh
 
 # Start the child with TensorFlow's chattiest settings: make_reproducible must win.
@@ -63,7 +64,10 @@ print("done")
 """
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "done\n"
+    # Only simulate_replicas's own line (where the replicas run) and the script's.
+    first, *rest = result.stdout.splitlines()
+    assert first.startswith("2 replicas on ")
+    assert rest == ["done"]
     assert result.stderr == ""
 
 
@@ -72,3 +76,21 @@ def test_without_make_reproducible_the_noise_is_there():
     result = run_fresh(NOISY_ENV + "import tensorflow as tf\ntf.config.list_physical_devices()\n")
     assert result.returncode == 0
     assert result.stderr != ""
+
+
+@pytest.mark.parametrize(
+    ("line", "noise"),
+    [
+        ("WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+         True),
+        ("I0000 00:00:1795427009.422366   28804 grpc_server_lib.cc:466] Started server with "
+         "target: grpc://127.0.0.1:56357", True),
+        ("W0000 00:00:1795427009.4 1 cuda_executor.cc:1] no GPU", True),
+        ("E0000 00:00:1795427009.422366   28804 coordination_service.cc:9] heartbeat lost", False),
+        ("I printed this myself", False),
+        ("worker 0 saw 3.0", False),
+        ("Traceback (most recent call last):", False),
+    ],
+)  # fmt: skip
+def test_only_tensorflow_info_and_warning_lines_count_as_log_noise(line, noise):
+    assert is_log_noise(line) is noise

@@ -1,7 +1,11 @@
+import inspect
+
 import pytest
 import tensorflow as tf
 
 import mirrorkit as mk
+from mirrorkit import _gpus
+from mirrorkit.strategy import _shared_gpu_reason
 from tests.conftest import REPLICAS
 from tests.mirrorkit.test_devices import run_fresh
 
@@ -107,3 +111,118 @@ def test_two_raw_strategies_collide_but_two_from_make_strategy_do_not():
         )
     )
     assert "RESULT ok" in cached.stdout, cached.stdout + cached.stderr
+
+
+# -- NCCL and logical GPUs sharing a physical GPU -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("per_physical", "physical"),
+    [
+        ([], ()),
+        ([1], (0,)),
+        ([4], (0, 0, 0, 0)),  # Colab: one GPU split in four
+        ([2, 2], (0, 0, 1, 1)),
+        ([2, 1, 1], (0, 0, 1, 2)),
+        ([1, 1, 1, 1, 0, 0, 0, 0], (0, 1, 2, 3)),  # GPUs 4-7 hidden
+        ([0, 2, 0, 1], (1, 1, 3)),  # hidden GPUs take no logical numbers
+    ],
+)
+def test_logical_to_physical(per_physical, physical):
+    assert _gpus.logical_to_physical(per_physical) == physical
+
+
+@pytest.mark.parametrize(
+    ("device", "index"),
+    [
+        ("/device:GPU:0", 0),
+        ("/job:localhost/replica:0/task:0/device:GPU:3", 3),
+        ("/gpu:12", 12),
+        ("GPU:1", 1),
+        ("/device:CPU:0", None),
+        ("/job:worker/replica:0/task:1/device:GPU:0", None),  # another worker's GPU
+        ("/device:GPU:0/extra", None),
+    ],
+)
+def test_gpu_index(device, index):
+    assert _gpus.gpu_index(device) == index
+
+
+LONG = "/job:localhost/replica:0/task:0/device:GPU:{}"
+
+
+@pytest.mark.parametrize(
+    ("devices", "per_physical", "shared"),
+    [
+        ([LONG.format(i) for i in range(4)], [4], {0: tuple(LONG.format(i) for i in range(4))}),
+        (
+            [f"/device:GPU:{i}" for i in range(4)],
+            [2, 1, 1],
+            {0: ("/device:GPU:0", "/device:GPU:1")},
+        ),
+        (
+            [f"/device:GPU:{i}" for i in range(4)],
+            [2, 2],
+            {0: ("/device:GPU:0", "/device:GPU:1"), 1: ("/device:GPU:2", "/device:GPU:3")},
+        ),
+        ([f"/device:GPU:{i}" for i in range(4)], [1, 1, 1, 1, 0, 0, 0, 0], {}),
+        (["/device:GPU:0", "/device:GPU:2"], [2, 2], {}),  # one replica on each GPU
+        (["/device:GPU:0"], [4], {}),  # one replica cannot share
+        (["/device:CPU:0", "/device:CPU:1"], [], {}),
+        (["/device:GPU:0", "/device:GPU:9"], [2], {}),  # GPU:9 is not a known logical GPU
+    ],
+)
+def test_shared_physical_gpus(devices, per_physical, shared):
+    assert _gpus.shared_physical_gpus(devices, per_physical) == shared
+
+
+def test_the_nccl_reason_for_shared_gpus_names_replicas_and_the_physical_gpu():
+    shared = _gpus.shared_physical_gpus([f"/device:GPU:{i}" for i in range(4)], [2, 2])
+    reason = _shared_gpu_reason(shared)
+    assert reason == (
+        "replicas GPU:0 and GPU:1 are logical GPUs on the same physical GPU 0; GPU:2 and GPU:3 "
+        "are logical GPUs on the same physical GPU 1, and NCCL needs each replica on a "
+        'physical GPU of its own (two on one GPU stop it with "Duplicate GPU detected")'
+    )
+    three = _gpus.shared_physical_gpus([f"/device:GPU:{i}" for i in range(3)], [3])
+    assert _shared_gpu_reason(three).startswith("replicas GPU:0, GPU:1 and GPU:2 are logical")
+
+
+def test_nccl_reason_reaches_available_algorithms(devices):
+    from mirrorkit.allreduce import available_algorithms
+
+    found = available_algorithms(devices)
+    assert found["nccl"].startswith("NCCL all-reduce cannot run here: this machine has no GPU.")
+    assert found["nccl"].endswith(
+        "Use all_reduce='collective' (the default) or 'one_device' instead."
+    )
+    assert [name for name, why in found.items() if why is None] == [
+        "collective",
+        "one_device",
+        "hierarchical_copy",
+    ]
+
+
+# -- TensorFlow's own choice for the default collective all-reduce ------------------------
+
+
+def test_the_collective_description_follows_tensorflow_source():
+    # MirroredStrategy picks RING when every device is a CPU, or when logical GPUs
+    # outnumber physical ones (a GPU split into several), and otherwise keeps NCCL.
+    from tensorflow.python.distribute import mirrored_strategy
+
+    extended = mirrored_strategy.MirroredExtended
+    source = inspect.getsource(extended._make_collective_ops_with_fallbacks)
+    assert "len(physical_gpus) < len(logical_gpus)" in source
+    assert source.count("CommunicationImplementation.RING") == 2
+    init = inspect.getsource(extended.__init__)
+    assert "implementation=collective_util.CommunicationImplementation.NCCL" in init
+    text = mk.ALL_REDUCE_ALGORITHMS["collective"]
+    assert "ring on CPUs" in text
+    assert "logical GPUs outnumber physical ones" in text
+    assert "NCCL when every replica is a whole physical GPU" in text
+
+
+def test_the_default_collective_runs_as_a_ring_on_cpus(strategy):
+    options = strategy.extended._communication_options
+    assert options.implementation == tf.distribute.experimental.CommunicationImplementation.RING

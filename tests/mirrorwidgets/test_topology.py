@@ -73,6 +73,8 @@ def test_repr_html_and_svg(strategy):
     assert html.startswith('<div class="mw-topology"')
     assert "<svg" in html and "<?xml" not in html
     assert "ring on CPUs" in html  # the algorithm's description
+    # ...which, like TensorFlow, says ring (not NCCL) for logical GPUs sharing a GPU
+    assert "when logical GPUs outnumber physical ones" in html
 
 
 def test_widget_form_switches_algorithm_and_snapshots(strategy):
