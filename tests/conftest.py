@@ -43,3 +43,11 @@ def manifest() -> dict:
     import dev
 
     return dev.load_manifest()
+
+
+@pytest.fixture(scope="session")
+def book_html(tmp_path_factory) -> Path:
+    """The HTML book, built once per session from jupyter_book.toml into a temporary folder."""
+    import dev
+
+    return dev.build_html(tmp_path_factory.mktemp("book"))
