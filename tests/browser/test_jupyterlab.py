@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -75,9 +76,24 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _get(url: str, timeout: float = 5.0):
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - localhost
-        return json.loads(response.read().decode())
+TRANSIENT_WAIT = 30  # seconds a request may keep meeting the server's transient errors
+
+
+def _get(url: str, timeout: float = 5.0, *, transient_wait: float = TRANSIENT_WAIT):
+    """GET a JSON answer, waiting out the server's transient 5xx errors for a bounded time.
+
+    jupyter_server 2.21 can answer 500 to GET /api/kernels while a kernel is starting (a
+    TraitError on its still-unset last_activity); the next request succeeds.
+    """
+    deadline = time.monotonic() + transient_wait
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310
+                return json.loads(response.read().decode())
+        except urllib.error.HTTPError as error:
+            if error.code < 500 or time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)
 
 
 def _require_browser_tools():
@@ -252,3 +268,45 @@ def test_widgets_render_four_replicas_in_jupyterlab(browser_tools, jupyterlab):
         finally:
             browser.close()
     assert time.monotonic() - started < 180, "browser test took longer than 3 minutes"
+
+
+@contextlib.contextmanager
+def _flaky_server(failures: int):
+    """A local HTTP server that answers 500 `failures` times, then a JSON list."""
+    import http.server
+    import threading
+
+    answers = {"left": failures}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the stdlib's name
+            failing = answers["left"] != 0
+            answers["left"] -= 1
+            self.send_response(500 if failing else 200)
+            self.end_headers()
+            self.wfile.write(b"TraitError" if failing else b"[]")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/api/kernels"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_transient_server_errors_are_waited_out():
+    with _flaky_server(failures=3) as url:
+        assert _get(url, transient_wait=10) == []
+
+
+def test_a_server_that_keeps_failing_fails_within_the_bound():
+    with _flaky_server(failures=-1) as url:  # never recovers
+        started = time.monotonic()
+        with pytest.raises(urllib.error.HTTPError):
+            _get(url, transient_wait=1.5)
+        assert time.monotonic() - started < 10

@@ -171,9 +171,11 @@ def test_run_timeout_stops_every_worker(no_orphans):
 
 CHILD = textwrap.dedent(
     """
-    import sys, time
+    import faulthandler, signal, sys, time
     sys.path.insert(0, {root!r})
     import mirrorkit as mk
+
+    faulthandler.register(signal.SIGUSR1)  # the test asks for every thread's stack if stuck
 
     def forever(context):
         context.report(1)
@@ -224,7 +226,14 @@ def test_owner_killed_takes_every_worker_along(tmp_path, no_orphans):
 def test_interrupt_stops_every_worker(tmp_path, no_orphans):
     owner, processes = start_owner(tmp_path)
     owner.send_signal(signal.SIGINT)  # the notebook's stop button
-    _, stderr = owner.communicate(timeout=30)
+    try:
+        _, stderr = owner.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        owner.send_signal(signal.SIGUSR1)  # where it is stuck, then end it and its cluster
+        time.sleep(1)
+        owner.kill()
+        _, stderr = owner.communicate()
+        pytest.fail(f"the owner did not stop within 30 s of SIGINT; its threads:\n{stderr}")
     assert "KeyboardInterrupt" in stderr
     assert wait_gone(processes, within=5.0) == []
 
