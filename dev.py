@@ -1,35 +1,57 @@
 #!/usr/bin/env python3
-"""mirrorbook's task runner. Needs only Python 3.11 and pip to start.
+"""mirrorbook's task runner. Needs only Python (3.11, 3.12 or 3.13) and pip to start.
 
-    python3 dev.py book    set up, execute every chapter, build the HTML book
-    python3 dev.py test    set up, then lint, doctests, unit tests, browser tests and nbval
+    python3 dev.py book         set up, execute every chapter, build the HTML book
+    python3 dev.py test         set up, then lint, doctests, unit and browser tests and nbval;
+                                then the same tests on the other supported Pythons and at
+                                the oldest supported TensorFlow (Colab's), and a summary
+    python3 dev.py lock         refresh requirements/*.txt (uv pip compile), not part of CI
+    python3 dev.py test-latest  run the tests against the newest releases on the package
+                                index, ignoring the lock, and report what broke (not CI)
 
-Set-up makes a virtual environment in .venv (reused while the pyproject files are
-unchanged) and installs graphviz's `dot` with apt-get when run as root. Everything
+`python3 dev.py test --jobs reference` runs only the first part (quicker while working).
+Set-up makes virtual environments (.venv for the book, .venvs/ for the other test jobs)
+pinned by requirements/*.txt, reused until a lock or pyproject file changes, and installs
+graphviz's `dot` (and, for the tests, Chromium) with apt-get when run as root. Everything
 the book needs is read from jupyter_book.toml.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
+VENVS = ROOT / ".venvs"
 MANIFEST = ROOT / "jupyter_book.toml"
 SANITIZE = ROOT / "tests" / "book" / "nbval_sanitize.cfg"
 PYPROJECTS = (ROOT / "pyproject.toml", ROOT / "widgets" / "pyproject.toml")
-REQUIREMENTS = ["-e", f"{ROOT}[book,test]", "-e", f"{ROOT / 'widgets'}[test]"]
 NBVAL_MODES = {"strict": "--nbval", "lax": "--nbval-lax"}
+
+# The Pythons both distributions support (their requires-python says the same; a test checks).
+PYTHONS = ("3.11", "3.12", "3.13")
+# Every environment but the hosted one installs from LOCK: the newest supported TensorFlow and
+# Keras, for all of PYTHONS. The hosted job installs from HOSTED_LOCK: what Colab preinstalls
+# (the oldest supported TensorFlow/Keras), on HOSTED_PYTHON. `python3 dev.py lock` remakes both.
+REQUIREMENTS = ROOT / "requirements"
+LOCK = REQUIREMENTS / "lock.txt"
+HOSTED_LOCK = REQUIREMENTS / "colab.txt"
+HOSTED_PYTHON = "3.12"
+UV = "uv==0.13.9"  # makes the lock files; only `dev.py lock` installs it
+OUR_DISTRIBUTIONS = ("mirrorkit", "mirrorbook-widgets")  # installed from this tree, not locked
 
 # Kernels started from here use this environment's kernel spec, not a user-wide one.
 CHILD_ENV = {"JUPYTER_PREFER_ENV_PATH": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
@@ -55,6 +77,13 @@ def load_manifest(path: Path = MANIFEST) -> dict:
         chapters.append(chapter)
     if not chapters:
         raise SystemExit(f"{path}: no [[chapters]] listed")
+    repository = book.get("repository", "")
+    if not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", repository):
+        raise SystemExit(
+            f"{path}: [book] repository must be the book's GitHub address, "
+            f"https://github.com/OWNER/NAME (Colab opens notebooks from GitHub), got {repository!r}"
+        )
+    book.setdefault("branch", "main")
     return {
         "book": book,
         "source": source,
@@ -63,8 +92,28 @@ def load_manifest(path: Path = MANIFEST) -> dict:
     }
 
 
+# Jupyter Book 1.0.4's default Sphinx extensions without sphinx_thebe: it runs code on Binder,
+# which an offline book cannot reach, and under Sphinx 7.4 its inline script
+# `const THEBE_JS_URL = ...` lands twice on every page, a SyntaxError in the browser.
+BOOK_EXTENSIONS = (
+    "sphinx_togglebutton",
+    "sphinx_copybutton",
+    "myst_nb",
+    "jupyter_book",
+    "sphinx_comments",
+    "sphinx_external_toc",
+    "sphinx.ext.intersphinx",
+    "sphinx_design",
+    "sphinx_book_theme",
+)
+
+
 def jupyter_book_files(manifest: dict) -> tuple[dict, dict]:
-    """The _config.yml and _toc.yml contents that Jupyter Book 1 wants (JSON is valid YAML)."""
+    """The _config.yml and _toc.yml contents that Jupyter Book 1 wants (JSON is valid YAML).
+
+    Style sheets in the source's `_static/` (book/_static/mirrorbook.css: output lines wrap)
+    are served and linked from every page by Jupyter Book itself.
+    """
     book = manifest["book"]
     config = {
         "title": book["title"],
@@ -77,6 +126,10 @@ def jupyter_book_files(manifest: dict) -> tuple[dict, dict]:
         "sphinx": {
             "config": {
                 "html_show_sourcelink": False,
+                "extensions": list(BOOK_EXTENSIONS),
+                # pydata-sphinx-theme reads the colour mode from this context value; without
+                # it a first visit starts in mode "" and logs "Got invalid theme mode".
+                "html_context": {"default_mode": "auto"},
                 # Show each widget's static snapshot (its text/html) instead of the live
                 # view, and load no widget JavaScript: the live view needs RequireJS and
                 # the widget manager from a CDN, which a classroom offline cannot reach.
@@ -106,6 +159,77 @@ def parameters_source(chapter: dict) -> str:
     )
 
 
+def setup_source(manifest: dict) -> str:
+    """The source of every chapter's `hosted-setup` cell, written from the manifest.
+
+    Where mirrorwidgets is missing (Colab, Kaggle, a fresh JupyterHub), it installs mirrorkit
+    and mirrorbook-widgets from the book's repository at the manifest's branch, both from
+    the same commit, and leaves TensorFlow alone (its installed release is in the supported
+    range); `mirrorkit.hosted.finish_setup` then checks graphviz's `dot` and whether the
+    running kernel must restart. MIRRORBOOK_SOURCE installs from a fork or a local clone.
+    In the book's own environment the cell does nothing and prints nothing.
+    """
+    book = manifest["book"]
+    return (
+        "# Colab and other hosted notebooks: install mirrorkit and its widgets where they are\n"
+        "# missing (TensorFlow stays as it is). In the book's own environment this does nothing.\n"
+        "import importlib.util\n"
+        "\n"
+        'if importlib.util.find_spec("mirrorwidgets") is None:\n'
+        "    import importlib.metadata\n"
+        "    import os\n"
+        "    import subprocess\n"
+        "    import sys\n"
+        "\n"
+        "    before = {d.name: d.version for d in importlib.metadata.distributions()}\n"
+        f'    default = "git+{book["repository"]}@{book["branch"]}"\n'
+        '    source = os.environ.get("MIRRORBOOK_SOURCE", default)\n'
+        '    packages = [f"mirrorkit @ {source}", '
+        'f"mirrorbook-widgets @ {source}#subdirectory=widgets"]\n'
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *packages], '
+        "check=True)\n"
+        "    import mirrorkit.hosted\n"
+        "\n"
+        "    mirrorkit.hosted.finish_setup(before)"
+    )
+
+
+def colab_url(manifest: dict, chapter: dict) -> str:
+    """Where Colab opens the chapter: the notebook in the book's repository, at its branch."""
+    book = manifest["book"]
+    repository = book["repository"].removeprefix("https://github.com/")
+    path = chapter["path"].relative_to(ROOT).as_posix()
+    return f"https://colab.research.google.com/github/{repository}/blob/{book['branch']}/{path}"
+
+
+def colab_link_source(manifest: dict, chapter: dict) -> str:
+    """The source of a chapter's `open-in-colab` markdown cell (a plain link: no remote image)."""
+    return (
+        f"[Open this chapter in Colab]({colab_url(manifest, chapter)}) "
+        "(its first code cell installs what the chapter needs there)"
+    )
+
+
+# Cells every chapter carries, rewritten from the manifest before each execution:
+# tag -> (cell type, source function, the tag of the cell it must come right before).
+GENERATED_CELLS = {
+    "open-in-colab": ("markdown", lambda m, c: colab_link_source(m, c)),
+    "hosted-setup": ("code", lambda m, c: setup_source(m)),
+    "parameters": ("code", lambda m, c: parameters_source(c)),
+}
+
+
+def write_generated_cells(nb, manifest: dict, chapter: dict) -> None:
+    """Rewrite each generated cell of a notebook from the manifest; each must be there once."""
+    for tag, (cell_type, source) in GENERATED_CELLS.items():
+        cells = [c for c in nb.cells if tag in c.metadata.get("tags", [])]
+        if len(cells) != 1 or cells[0].cell_type != cell_type:
+            raise SystemExit(
+                f"[dev] {chapter['file']} needs exactly one {cell_type} cell tagged {tag!r}"
+            )
+        cells[0].source = source(manifest, chapter)
+
+
 # ---------------------------------------------------------------- set-up (stdlib only)
 
 
@@ -125,13 +249,17 @@ DOT = ("dot", "graphviz", "graphviz's `dot` draws the topology diagrams")
 CHROMIUM = ("chromium", "chromium", "Chromium runs the widgets' browser tests")
 
 
+def can_apt_get() -> bool:
+    return os.name == "posix" and os.geteuid() == 0 and bool(shutil.which("apt-get"))
+
+
 def ensure_system_tools(*tools: tuple[str, str, str]) -> None:
     """Install missing programs with apt-get when we can; otherwise say which package to get."""
     missing = [tool for tool in tools if not shutil.which(tool[0])]
     if not missing:
         return
     packages = [package for _, package, _ in missing]
-    if os.name == "posix" and os.geteuid() == 0 and shutil.which("apt-get"):
+    if can_apt_get():
         say(f"installing the Debian package(s) {', '.join(packages)} (apt-get)")
         run("apt-get", "update", "-q")
         run("apt-get", "install", "-y", "-q", "--no-install-recommends", *packages)
@@ -145,39 +273,169 @@ def ensure_system_tools(*tools: tuple[str, str, str]) -> None:
     )
 
 
-def venv_python() -> Path:
-    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+# ---- interpreters: found on this machine, or installed, or named as missing
 
 
-def ensure_venv() -> None:
-    """Create .venv and install both distributions, unless it is already up to date."""
-    if sys.version_info[:2] != (3, 11):
-        raise SystemExit(
-            "[dev] mirrorbook needs Python 3.11 (TensorFlow 2.21 supports no other here); "
-            f"this is {sys.version.split()[0]}. Run the command with python3.11."
+def this_python() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def interpreter_version(executable: str | Path) -> str | None:
+    """'3.12' for an interpreter that runs and can make virtual environments, else None."""
+    probe = "import sys, venv, ensurepip; print('%d.%d' % sys.version_info[:2])"
+    try:
+        out = subprocess.run(
+            [str(executable), "-c", probe], capture_output=True, text=True, timeout=60
         )
-    stamp = VENV / ".mirrorbook-installed"
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in PYPROJECTS)).hexdigest()
-    if stamp.exists() and stamp.read_text() == digest and venv_python().exists():
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def interpreter_candidates(version: str) -> list[Path]:
+    """Where a Python of this version may be: PATH, pyenv's and uv's folders, the usual places."""
+    found = [Path(sys.executable)] if this_python() == version else []
+    if on_path := shutil.which(f"python{version}"):
+        found.append(Path(on_path))  # may be a pyenv shim that refuses: each is tried
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    uv = Path(os.environ.get("UV_PYTHON_INSTALL_DIR", Path.home() / ".local/share/uv/python"))
+    patterns = (
+        f"{pyenv}/{version}.*/bin/python{version}",
+        f"{uv}/cpython-{version}.*/bin/python{version}",
+    )
+    for pattern in patterns:
+        by_patch = sorted(glob.glob(pattern), key=lambda p: [int(n) for n in re.findall(r"\d+", p)])
+        found += [Path(p) for p in reversed(by_patch)]
+    found += [Path(d) / f"python{version}" for d in ("/usr/local/bin", "/usr/bin")]
+    return list(dict.fromkeys(found))
+
+
+def find_python(version: str, *, install: bool = True) -> tuple[Path | None, str]:
+    """A Python `version` interpreter, installing one if none is found; else (None, why)."""
+    for candidate in interpreter_candidates(version):
+        if interpreter_version(candidate) == version:
+            return candidate, f"found {candidate}"
+    tried = [f"python{version} on PATH, pyenv's and uv's folders, /usr/local/bin, /usr/bin"]
+    if install:
+        for installer in (install_python_with_apt, install_python_with_uv):
+            outcome = installer(version)
+            tried.append(outcome)
+            for candidate in interpreter_candidates(version):
+                if interpreter_version(candidate) == version:
+                    return candidate, f"installed: {outcome}"
+    return None, "no interpreter: looked at " + "; ".join(tried)
+
+
+def install_python_with_apt(version: str) -> str:
+    packages = [f"python{version}", f"python{version}-venv"]
+    if not can_apt_get():
+        return "apt-get: not available (needs root and apt-get)"
+    known = subprocess.run(["apt-cache", "show", *packages], capture_output=True, timeout=120)
+    if known.returncode:
+        return f"apt-get: this system's package lists have no {packages[0]}"
+    done = subprocess.run(
+        ["apt-get", "install", "-y", "-q", *packages], capture_output=True, timeout=900
+    )
+    return "apt-get install " + " ".join(packages) + (" failed" if done.returncode else "")
+
+
+def install_python_with_uv(version: str) -> str:
+    try:
+        uv = tool("uv")
+        done = subprocess.run(
+            [uv, "python", "install", version], capture_output=True, text=True, timeout=300
+        )
+    except (OSError, subprocess.SubprocessError, SystemExit) as error:
+        return f"uv python install {version}: {error}"
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["failed"])[-1]
+        return f"uv python install {version}: {last.strip()}"
+    return f"uv python install {version}"
+
+
+def tool(name: str) -> Path:
+    """A command-line tool from the pinned tools environment (.venvs/tools), made on first use."""
+    env = Env("tools", VENVS / "tools", Path(sys.executable), None, (UV,))
+    ensure_env(env)
+    return env.bin(name)
+
+
+# ---- virtual environments, pinned by a lock file
+
+
+@dataclass(frozen=True)
+class Env:
+    """A virtual environment: where, made by which interpreter, pinned by which lock."""
+
+    name: str
+    path: Path
+    interpreter: Path
+    lock: Path | None
+    packages: tuple[str, ...] = field(
+        default=("-e", f"{ROOT}[book,test]", "-e", f"{ROOT / 'widgets'}[test]")
+    )
+
+    def bin(self, name: str) -> Path:
+        return self.path / ("Scripts" if os.name == "nt" else "bin") / name
+
+    @property
+    def python(self) -> Path:
+        return self.bin("python.exe" if os.name == "nt" else "python")
+
+    def pip(self, *args, constrained: bool = True) -> None:
+        lock = ["-c", self.lock] if constrained and self.lock else []
+        run(self.python, "-m", "pip", "install", "--disable-pip-version-check", "-q", *lock, *args)
+
+    def dev(self, *args, env: dict | None = None) -> None:
+        """Run one of dev.py's tasks with this environment's Python."""
+        run(self.python, ROOT / "dev.py", *args, env=env or {})
+
+
+def ensure_env(env: Env, *, fresh: bool = False) -> None:
+    """Create `env` and install its packages as the lock pins them, unless already so."""
+    version = interpreter_version(env.interpreter)
+    inputs = [env.lock.read_bytes() if env.lock else b"", *(p.read_bytes() for p in PYPROJECTS)]
+    digest = hashlib.sha256(b"".join(inputs) + repr((version, env.packages)).encode()).hexdigest()
+    stamp = env.path / ".mirrorbook-installed"
+    if not fresh and stamp.exists() and stamp.read_text() == digest:
         return
-    if not venv_python().exists():
-        say(f"creating the virtual environment {VENV.relative_to(ROOT)}")
-        run(sys.executable, "-m", "venv", VENV)
-    say("installing mirrorkit, mirrorwidgets and the book/test tools (first run: a few minutes)")
-    run(venv_python(), "-m", "pip", "install", "--disable-pip-version-check", "-q", *REQUIREMENTS)
+    if fresh or (env.python.exists() and interpreter_version(env.python) != version):
+        shutil.rmtree(env.path, ignore_errors=True)
+    if not env.python.exists():
+        say(f"creating {env.path.relative_to(ROOT)} with Python {version} ({env.interpreter})")
+        run(env.interpreter, "-m", "venv", env.path)
+    say(f"installing into {env.path.relative_to(ROOT)} (first run: a few minutes)")
+    if env.lock:
+        env.pip("pip", "setuptools")  # the lock's own versions of the installers first
+    env.pip("--no-build-isolation", *env.packages)
     stamp.write_text(digest)
 
 
-def setup(*tools: tuple[str, str, str]) -> None:
+def book_env() -> Env:
+    """.venv: the book's environment, made by this Python if supported, else another one."""
+    interpreter = Path(sys.executable)
+    if this_python() not in PYTHONS:
+        found = [find_python(v, install=False)[0] for v in PYTHONS]
+        usable = [p for p in found if p]
+        if not usable:
+            raise SystemExit(
+                f"[dev] mirrorbook supports Python {', '.join(PYTHONS)}; this is "
+                f"{sys.version.split()[0]} and none of them was found. Install one "
+                "(python.org, your system's packages, pyenv or uv) and run this command with it."
+            )
+        interpreter = usable[0]
+        say(f"Python {this_python()} is not supported; using {interpreter}")
+    return Env(".venv", VENV, interpreter, LOCK)
+
+
+def setup(*tools: tuple[str, str, str]) -> Env:
     ensure_system_tools(*tools)
-    ensure_venv()
+    env = book_env()
+    ensure_env(env)
+    return env
 
 
-def in_venv(*args) -> None:
-    run(venv_python(), ROOT / "dev.py", *args)
-
-
-# ---------------------------------------------------------------- tasks (inside .venv)
+# ---------------------------------------------------------------- tasks (inside an environment)
 
 
 @contextlib.contextmanager
@@ -204,8 +462,12 @@ def notebook_client(nb, *, timeout: int, cwd: Path):
         )
 
 
-def execute_chapters(*files: str) -> None:
-    """Run chapters top to bottom (all, or those named) and store their outputs in the .ipynb."""
+def execute_chapters(*files: str, into: Path | None = None) -> None:
+    """Run chapters top to bottom (all, or those named) and store their outputs in the .ipynb.
+
+    With `into`, each chapter runs as a copy in that folder (as a notebook opened alone, on
+    Colab say) and the executed copy is written there; the book's own files stay untouched.
+    """
     import nbformat
 
     manifest = load_manifest()
@@ -215,14 +477,12 @@ def execute_chapters(*files: str) -> None:
     for chapter in chosen:
         path = chapter["path"]
         nb = nbformat.read(path, as_version=4)
-        cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-        if len(cells) != 1:
-            raise SystemExit(f"[dev] {path.name} needs exactly one cell tagged 'parameters'")
-        cells[0].source = parameters_source(chapter)
+        write_generated_cells(nb, manifest, chapter)
+        target = Path(into) / path.name if into else path
         start = time.perf_counter()
-        with notebook_client(nb, timeout=chapter["cell_timeout"], cwd=path.parent) as client:
+        with notebook_client(nb, timeout=chapter["cell_timeout"], cwd=target.parent) as client:
             client.execute()
-        nbformat.write(nb, path)
+        nbformat.write(nb, target)
         say(f"executed {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s")
 
 
@@ -282,43 +542,372 @@ def lint() -> None:
     run(sys.executable, "-m", "ruff", "format", "--check", ".")
 
 
-def unit_tests() -> None:
+def unit_tests(*extra: str) -> None:
     # Doctests see TensorFlow's default single device; the suite simulates several
     # replicas, and a process cannot have both, so they run as two processes.
-    pytest("--doctest-modules", "mirrorkit", "widgets/mirrorwidgets")
-    pytest("tests")
+    pytest("--doctest-modules", "mirrorkit", "widgets/mirrorwidgets", *extra)
+    pytest("tests", *extra)
 
 
-TASKS = {
-    "_execute": execute_chapters,
+def versions() -> None:
+    """Print this environment's Python, TensorFlow and Keras versions (for the summary)."""
+    from importlib.metadata import version
+
+    print(sys.version.split()[0], version("tensorflow"), version("keras"))
+
+
+# ---------------------------------------------------------------- the test jobs (stdlib only)
+
+
+@dataclass
+class Job:
+    """One part of `dev.py test`: what it runs, and how it went."""
+
+    name: str
+    what: str
+    steps: object = None  # a callable taking no argument; None: the job cannot run here
+    env: Env | None = None
+    result: str = "NOT RUN"
+    detail: str = ""
+    seconds: float = 0.0
+    versions: str = "-"
+
+    def run(self) -> None:
+        if self.steps is None:
+            return
+        say(f"job {self.name}: {self.what}")
+        start = time.perf_counter()
+        try:
+            self.steps()
+            self.result = "passed"
+        except SystemExit as error:  # every failing step of run() says what failed
+            self.result, self.detail = "FAILED", str(error)
+        self.seconds = time.perf_counter() - start
+        if self.env and self.env.python.exists():
+            out = subprocess.run(
+                [self.env.python, ROOT / "dev.py", "_versions"], capture_output=True, text=True
+            )
+            self.versions = out.stdout.strip() or "-"
+
+
+REFERENCE = ("_lint", "_unit", "_nbval")  # the reference job's tasks
+
+
+def every(*steps) -> None:
+    """Run every step even after one fails (each failure is worth knowing); then fail."""
+    failures = []
+    for step in steps:
+        try:
+            step()
+        except SystemExit as error:
+            failures.append(str(error))
+    if failures:
+        raise SystemExit("; ".join(failures))
+
+
+def test_jobs(book: Env, only: set[str] | None = None) -> list[Job]:
+    """The reference job, one job per other supported Python, and the hosted (Colab) job."""
+    reference = interpreter_version(book.interpreter)
+    jobs = [
+        Job(
+            "reference",
+            f"Python {reference}, lock.txt: lint, doctests, tests (each chapter run twice, "
+            "browser, book build), nbval strict x2",
+            lambda: (ensure_env(book), every(*(lambda t=t: book.dev(t) for t in REFERENCE))),
+            book,
+        )
+    ]
+    for version in PYTHONS:
+        if version in (reference, HOSTED_PYTHON):
+            continue
+        jobs.append(
+            python_job(version, f"Python {version}, lock.txt: doctests, tests (chapters twice)")
+        )
+    jobs.append(hosted_job())
+    for job in jobs:
+        if only is not None and job.name not in only:
+            job.steps, job.detail = None, "not asked for (--jobs)"
+    return jobs
+
+
+def python_job(version: str, what: str) -> Job:
+    name = f"python{version}"
+    interpreter, how = find_python(version)
+    if interpreter is None:
+        return Job(name, what, None, detail=f"Python {version}: {how}")
+    env = Env(name, VENVS / name, interpreter, LOCK)
+
+    def steps() -> None:
+        ensure_env(env)
+        env.dev("_unit")
+
+    return Job(name, what, steps, env)
+
+
+def summarize(jobs: list[Job]) -> int:
+    """Print the jobs as a table; the exit status is 1 if any job failed."""
+    rows = [("job", "Python TF Keras", "result", "time", "what")]
+    for job in jobs:
+        minutes = f"{job.seconds / 60:.1f} min" if job.seconds else "-"
+        rows.append((job.name, job.versions, job.result, minutes, job.what))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    say("summary")
+    for row in rows:
+        print(
+            "  "
+            + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False))
+            + "  "
+            + row[4]
+        )
+    for job in jobs:
+        if job.detail:
+            print(f"  {job.name}: {job.result}: {job.detail}")
+    return 1 if any(job.result == "FAILED" for job in jobs) else 0
+
+
+# ---- the hosted job: a notebook opened alone where only TensorFlow is installed (Colab)
+
+# What the hosted environment holds before any chapter runs, as Colab has it (versions from
+# HOSTED_LOCK): TensorFlow and Keras at the low end of mirrorkit's range, the libraries the
+# widgets draw with, and a kernel to run notebooks. mirrorkit is not there: each chapter's
+# set-up cell must install it. COLAB_WIDGETS are Colab's own, which that install replaces.
+HOSTED_BASE = (
+    *("tensorflow", "keras", "numpy", "matplotlib", "traitlets", "cloudpickle", "graphviz"),
+    *("protobuf", "h5py", "ipykernel", "nbclient", "nbformat"),
+)
+COLAB_WIDGETS = ("ipywidgets==7.7.1", "widgetsnbextension==3.6.10")
+
+
+def hosted_job() -> Job:
+    what = (
+        f"Python {HOSTED_PYTHON}, colab.txt (Colab's TensorFlow and Keras): each chapter alone, "
+        "its set-up cell installing mirrorkit from a clone of this tree; doctests, tests"
+    )
+    interpreter, how = find_python(HOSTED_PYTHON)
+    if interpreter is None:
+        return Job("hosted", what, None, detail=f"Python {HOSTED_PYTHON}: {how}")
+    env = Env("hosted", VENVS / "hosted", interpreter, HOSTED_LOCK, HOSTED_BASE)
+
+    def steps() -> None:
+        ensure_env(env, fresh=True)  # fresh: the set-up cell must find mirrorkit missing
+        env.pip("--no-deps", *COLAB_WIDGETS, constrained=False)
+        with tempfile.TemporaryDirectory(prefix="mirrorbook-hosted-") as tmp:
+            source = clone_of_this_tree(Path(tmp) / "clone")
+            book = Path(tmp) / "notebooks"
+            book.mkdir()
+            env.dev(
+                "_execute",
+                "--into",
+                book,
+                env={"MIRRORBOOK_SOURCE": source, "PIP_CONSTRAINT": str(HOSTED_LOCK)},
+            )
+            check_hosted_setup(book)
+        extras = [r for p in PYPROJECTS for r in optional_requirements(p, "book", "test")]
+        env.pip(*extras)
+        env.dev("_unit")
+
+    return Job("hosted", what, steps, env)
+
+
+def optional_requirements(pyproject: Path, *extras: str) -> list[str]:
+    with open(pyproject, "rb") as f:
+        optional = tomllib.load(f)["project"].get("optional-dependencies", {})
+    return [requirement for extra in extras for requirement in optional.get(extra, [])]
+
+
+def clone_of_this_tree(target: Path) -> str:
+    """A git clone of this working tree, uncommitted changes included; its pip source URL."""
+    subprocess.run(["git", "clone", "-q", "--no-local", ROOT, target], check=True)
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, listed):
+        source, copy = ROOT / name, target / name
+        if source.is_file():
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy)
+        elif copy.exists():
+            copy.unlink()  # deleted in the working tree
+    git = ["git", "-c", "user.name=dev.py", "-c", "user.email=dev@localhost"]
+    subprocess.run([*git, "add", "-A"], cwd=target, check=True)
+    subprocess.run(
+        [*git, "commit", "-q", "--allow-empty", "-m", "working tree"], cwd=target, check=True
+    )
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=target, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return f"git+{target.as_uri()}@{commit}"
+
+
+def check_hosted_setup(folder: Path) -> None:
+    """The first chapter's set-up cell installed mirrorkit and left TensorFlow alone."""
+    first = load_manifest()["chapters"][0]
+    nb = json.loads((folder / first["path"].name).read_text())
+    cell = next(c for c in nb["cells"] if "hosted-setup" in c["metadata"].get("tags", []))
+    text = "".join("".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout")
+    say(f"the set-up cell of {first['file']} printed: {text.strip()}")
+    if "are installed" not in text or "pip changed" in text or "Restart" in text:
+        raise SystemExit(
+            "[dev] the hosted set-up did not install mirrorkit cleanly: a Colab learner would "
+            f"have to restart or would lose Colab's TensorFlow. It printed: {text.strip()!r}"
+        )
+
+
+# ---- refreshing the locks, and trying the newest releases (neither is part of CI)
+
+LOCKS = (  # (input, output, Python, universal: one lock for every Python in PYTHONS)
+    (REQUIREMENTS / "lock.in", LOCK, PYTHONS[0], True),
+    (REQUIREMENTS / "colab.in", HOSTED_LOCK, HOSTED_PYTHON, False),
+)
+
+
+def lock() -> None:
+    """Re-resolve requirements/*.txt to the newest releases their inputs allow."""
+    uv = tool("uv")
+    for source, target, python, universal in LOCKS:
+        run(
+            uv,
+            "pip",
+            "compile",
+            "--quiet",
+            "--upgrade",
+            source.relative_to(ROOT),
+            "-o",
+            target.relative_to(ROOT),
+            "--python-version",
+            python,
+            *(["--universal"] if universal else []),
+            *(arg for name in OUR_DISTRIBUTIONS for arg in ("--no-emit-package", name)),
+            "--custom-compile-command",
+            "python3 dev.py lock",
+        )
+        say(f"wrote {target.relative_to(ROOT)}")
+
+
+def test_latest(book: Env) -> int:
+    """Install the newest release of every dependency (our caps ignored), test, report."""
+    env = Env("latest", VENVS / "latest", book.interpreter, None, ())
+    ensure_env(env, fresh=True)
+    names = sorted(
+        {
+            re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
+            for pyproject in PYPROJECTS
+            for requirement in [
+                *tomllib.loads(pyproject.read_text())["project"]["dependencies"],
+                *optional_requirements(pyproject, "book", "test"),
+            ]
+        }
+        - set(OUR_DISTRIBUTIONS)
+    )
+    env.pip("--upgrade", *names)
+    env.pip("--no-deps", "--no-build-isolation", "-e", ROOT, "-e", ROOT / "widgets")
+    installed = subprocess.run(
+        [env.python, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True
+    ).stdout
+    pinned = dict(re.findall(r"^([\w.-]+)==([^\s;]+)", LOCK.read_text(), re.M))
+    newer = [
+        f"{name} {pinned[name]} -> {version}"
+        for name, version in re.findall(r"^([\w.-]+)==(\S+)", installed, re.M)
+        if name in pinned and pinned[name] != version
+    ]
+    broke = []
+    with tempfile.TemporaryDirectory(prefix="mirrorbook-latest-") as tmp:
+        for label, args in (
+            ("doctests", ["--doctest-modules", "mirrorkit", "widgets/mirrorwidgets"]),
+            ("tests", ["tests"]),
+        ):
+            report = Path(tmp) / f"{label}.xml"
+            subprocess.run(
+                [
+                    env.python,
+                    "-m",
+                    "pytest",
+                    "-p",
+                    "no:cacheprovider",
+                    "-q",
+                    *args,
+                    f"--junitxml={report}",
+                ],
+                cwd=ROOT,
+                env={**os.environ, **CHILD_ENV},
+            )
+            broke += failures_in(report, label)
+        for chapter in load_manifest()["chapters"]:
+            try:
+                env.dev("_execute", "--into", tmp, chapter["file"])
+            except SystemExit:
+                broke.append(f"chapter {chapter['file']}: did not execute (output above)")
+    say("newest releases against requirements/lock.txt:")
+    print("\n".join(f"  {line}" for line in newer) or "  (nothing newer than the lock)")
+    say("what broke:" if broke else "nothing broke")
+    print("\n".join(f"  {line}" for line in broke))
+    return 1 if broke else 0
+
+
+def failures_in(junit_xml: Path, label: str) -> list[str]:
+    import xml.etree.ElementTree as ET
+
+    if not junit_xml.exists():
+        return [f"{label}: pytest wrote no report (it could not start; output above)"]
+    broke = []
+    for case in ET.parse(junit_xml).iter("testcase"):
+        for problem in (*case.iter("failure"), *case.iter("error")):
+            message = (problem.get("message") or "").splitlines()[:1]
+            broke.append(
+                f"{label}: {case.get('classname')}::{case.get('name')}: {''.join(message)}"
+            )
+    return broke
+
+
+# ---------------------------------------------------------------- the commands
+
+TASKS = {  # internal, run inside an environment by the commands below
     "_html": build_html,
     "_lint": lint,
     "_unit": unit_tests,
     "_nbval": nbval,
+    "_versions": versions,
 }
 
 
 def main(argv: list[str]) -> None:
-    command = argv[1] if len(argv) > 1 else "help"
+    command, args = (argv[1] if len(argv) > 1 else "help"), argv[2:]
     start = time.perf_counter()
-    if command == "_execute":  # internal; accepts chapter file names
-        execute_chapters(*argv[2:])
+    if command == "_execute":  # internal: [--into FOLDER] [chapter file names]
+        into = Path(args[1]) if args[:1] == ["--into"] else None
+        execute_chapters(*args[2 if into else 0 :], into=into)
         return
     if command in TASKS:
         TASKS[command]()
         return
+    status = 0
     if command == "book":
-        setup(DOT)
-        in_venv("_execute")
-        in_venv("_html")
+        book = setup(DOT)
+        book.dev("_execute")
+        book.dev("_html")
     elif command == "test":
-        setup(DOT, CHROMIUM)
-        for task in ("_lint", "_unit", "_nbval"):
-            in_venv(task)
+        only = set(args[1].split(",")) if args[:1] == ["--jobs"] and len(args) > 1 else None
+        ensure_system_tools(DOT, CHROMIUM)
+        jobs = test_jobs(book_env(), only)
+        for job in jobs:
+            job.run()
+        status = summarize(jobs)
+    elif command == "lock":
+        lock()
+    elif command == "test-latest":
+        status = test_latest(setup(DOT, CHROMIUM))
     else:
         print(__doc__)
         raise SystemExit(0 if command in ("help", "-h", "--help") else 2)
     say(f"{command}: done in {time.perf_counter() - start:.0f} s")
+    raise SystemExit(status)
 
 
 if __name__ == "__main__":

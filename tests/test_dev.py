@@ -1,8 +1,14 @@
 """dev.py, the runner behind the README's two commands."""
 
+import re
+import tomllib
+from pathlib import Path
+
 import pytest
 
 import dev
+import mirrorkit as mk
+import mirrorwidgets
 
 
 def test_missing_dot_without_root_names_the_package(monkeypatch, tmp_path):
@@ -36,3 +42,96 @@ def test_unknown_command_prints_usage_and_fails(capsys):
         dev.main(["dev.py", "deploy"])
     assert error.value.code == 2
     assert "python3 dev.py test" in capsys.readouterr().out
+
+
+def _pyproject(path):
+    with open(path, "rb") as f:
+        return tomllib.load(f)["project"]
+
+
+def _floor_and_cap(requirement: str) -> tuple[str, str]:
+    return (
+        re.search(r">=\s*([\d.]+)", requirement).group(1),
+        re.search(r"<\s*([\d.]+)", requirement).group(1),
+    )
+
+
+def _pins(lock: Path) -> dict[str, str]:
+    return dict(re.findall(r"^([\w.-]+)==([^\s;]+)", lock.read_text(), re.M))
+
+
+def test_supported_pythons_agree_with_both_distributions():
+    for path in dev.PYPROJECTS:
+        floor, cap = _floor_and_cap(_pyproject(path)["requires-python"])
+        minors = range(int(floor.split(".")[1]), int(cap.split(".")[1]))
+        assert tuple(f"3.{minor}" for minor in minors) == dev.PYTHONS, path
+    assert dev.HOSTED_PYTHON in dev.PYTHONS
+
+
+def test_widgets_require_exactly_this_mirrorkit():
+    # A different project called "mirrorkit" is on PyPI: a bare requirement would install it.
+    kit, widgets = (_pyproject(p) for p in dev.PYPROJECTS)
+    assert f"mirrorkit=={kit['version']}" in widgets["dependencies"]
+    assert kit["version"] == mk.__version__ == mirrorwidgets.__version__ == widgets["version"]
+
+
+@pytest.mark.parametrize("name", ["tensorflow", "keras"])
+def test_the_locks_pin_both_ends_of_the_supported_range(name):
+    declared = next(d for d in _pyproject(dev.PYPROJECTS[0])["dependencies"] if d.startswith(name))
+    floor, cap = _floor_and_cap(declared)
+    assert _pins(dev.HOSTED_LOCK)[name] == floor, "the hosted job tests the low end"
+    newest = _pins(dev.LOCK)[name]
+    as_tuple = lambda v: tuple(int(n) for n in v.split("."))  # noqa: E731
+    assert as_tuple(floor) < as_tuple(newest) < as_tuple(cap), "lock.txt tests the high end"
+
+
+def test_locks_pin_everything_but_this_tree():
+    for lock in (dev.LOCK, dev.HOSTED_LOCK):
+        text = lock.read_text()
+        requirements = [line for line in text.splitlines() if line and line[0].isalpha()]
+        assert all("==" in line for line in requirements), lock
+        assert not any(line.startswith(dev.OUR_DISTRIBUTIONS) for line in requirements), lock
+        assert "python3 dev.py lock" in text  # says how it is remade
+
+
+def test_the_running_interpreter_is_found_and_a_missing_one_is_named():
+    found, how = dev.find_python(dev.this_python(), install=False)
+    assert found is not None and dev.interpreter_version(found) == dev.this_python(), how
+    missing, why = dev.find_python("3.99", install=False)
+    assert missing is None
+    assert "python3.99 on PATH" in why and "pyenv" in why
+
+
+def test_a_job_that_cannot_run_is_reported_by_name(capsys):
+    jobs = [
+        dev.Job("reference", "lint", lambda: None),
+        dev.Job("python3.13", "tests", None, detail="Python 3.13: no interpreter: looked at x"),
+    ]
+    for job in jobs:
+        job.run()
+    assert dev.summarize(jobs) == 0
+    out = capsys.readouterr().out
+    assert "python3.13: NOT RUN: Python 3.13: no interpreter" in out
+    failing = dev.Job("hosted", "x", lambda: (_ for _ in ()).throw(SystemExit("[dev] boom")))
+    failing.run()
+    assert dev.summarize([failing]) == 1
+    assert "hosted: FAILED: [dev] boom" in capsys.readouterr().out
+
+
+def test_pyenv_shims_that_refuse_are_skipped(tmp_path, monkeypatch):
+    shim = tmp_path / "python3.12"
+    shim.write_text("#!/bin/sh\necho 'pyenv: python3.12: command not found' >&2\nexit 127\n")
+    shim.chmod(0o755)
+    assert dev.interpreter_version(shim) is None
+
+
+def test_every_step_runs_even_after_one_fails():
+    ran = []
+
+    def fails(name):
+        ran.append(name)
+        raise SystemExit(f"[dev] {name} failed")
+
+    with pytest.raises(SystemExit, match=r"lint failed; \[dev\] nbval failed"):
+        dev.every(lambda: fails("lint"), lambda: ran.append("unit"), lambda: fails("nbval"))
+    assert ran == ["lint", "unit", "nbval"]

@@ -1,7 +1,6 @@
 """The stored chapters agree with jupyter_book.toml and are clean enough for nbval."""
 
 import re
-import tomllib
 
 import nbformat
 import pytest
@@ -9,7 +8,9 @@ import pytest
 import dev
 from tests.conftest import ROOT
 
-EXEMPT = re.compile(r"^#\s*NBVAL_(IGNORE_OUTPUT|SKIP)\b.*$(?:\n(?P<reason>.*))?", re.M)
+# nbval's cell tags that exempt a cell; the reason sits in metadata.mirrorbook.nbval_reason.
+EXEMPT_TAGS = {"nbval-ignore-output", "nbval-skip"}
+COMMENT_MARKER = re.compile(r"^\s*#\s*(NBVAL|PYTEST_VALIDATE)_", re.M)
 
 
 def chapters():
@@ -34,7 +35,7 @@ def test_generated_table_of_contents_follows_the_manifest(manifest):
 def test_chapter_settings_fall_back_to_defaults(tmp_path):
     path = tmp_path / "jupyter_book.toml"
     path.write_text(
-        '[book]\ntitle="t"\nauthor="a"\nroot="intro.md"\n'
+        '[book]\ntitle="t"\nauthor="a"\nroot="intro.md"\nrepository="https://github.com/o/b"\n'
         '[defaults]\nreplicas=4\nseed=1\nnbval="strict"\ncell_timeout=9\n'
         '[[chapters]]\nfile="a.ipynb"\n[[chapters]]\nfile="b.ipynb"\nreplicas=2\nnbval="lax"\n'
     )
@@ -50,11 +51,39 @@ def test_unknown_nbval_mode_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("chapter", chapters(), ids=lambda c: c["file"])
-def test_parameters_cell_was_written_from_the_manifest(chapter):
+def test_generated_cells_were_written_from_the_manifest(chapter, manifest):
     nb = nbformat.read(chapter["path"], as_version=4)
-    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(cells) == 1
-    assert cells[0].source == dev.parameters_source(chapter), "run `python3 dev.py book`"
+    for tag, (cell_type, source) in dev.GENERATED_CELLS.items():
+        cells = [c for c in nb.cells if tag in c.metadata.get("tags", [])]
+        assert len(cells) == 1 and cells[0].cell_type == cell_type, tag
+        assert cells[0].source == source(manifest, chapter), "run `python3 dev.py book`"
+    order = [t for c in nb.cells for t in c.metadata.get("tags", []) if t in dev.GENERATED_CELLS]
+    assert order == list(dev.GENERATED_CELLS), "link, then set-up, then parameters"
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert "hosted-setup" in first_code.metadata["tags"], "the set-up cell must run first"
+
+
+def test_colab_links_and_set_up_follow_the_repository_setting(manifest):
+    repository = manifest["book"]["repository"]
+    chapter = manifest["chapters"][0]
+    owner_name = repository.removeprefix("https://github.com/")
+    assert dev.colab_url(manifest, chapter) == (
+        f"https://colab.research.google.com/github/{owner_name}/blob/"
+        f"{manifest['book']['branch']}/book/{chapter['file']}"
+    )
+    assert f'"git+{repository}@{manifest["book"]["branch"]}"' in dev.setup_source(manifest)
+    readme = (ROOT / "README.md").read_text()
+    assert dev.colab_url(manifest, chapter) in readme, "the README links chapter 1 in Colab"
+
+
+def test_a_repository_that_colab_cannot_open_is_refused(tmp_path):
+    path = tmp_path / "jupyter_book.toml"
+    path.write_text(
+        '[book]\ntitle="t"\nrepository="https://gitlab.com/a/b"\n'
+        '[defaults]\nnbval="strict"\n[[chapters]]\nfile="a.ipynb"\n'
+    )
+    with pytest.raises(SystemExit, match="GitHub address"):
+        dev.load_manifest(path)
 
 
 @pytest.mark.parametrize("chapter", chapters(), ids=lambda c: c["file"])
@@ -74,19 +103,20 @@ def test_stored_outputs_are_complete_and_quiet(chapter):
 def test_every_exempt_cell_says_why(chapter):
     nb = nbformat.read(chapter["path"], as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    for cell in code:
-        for marker in EXEMPT.finditer(cell.source):
-            # nbval only sees the marker alone on its line; the reason is the next line.
-            assert (marker.group("reason") or "").startswith("# Why: "), cell.source[:80]
-    exempt = sum(1 for c in code if EXEMPT.search(c.source))
-    assert exempt <= len(code) / 3, "nbval should still compare most cells"
+    exempt = [c for c in code if EXEMPT_TAGS & set(c.metadata.get("tags", []))]
+    for cell in exempt:
+        reason = cell.metadata.get("mirrorbook", {}).get("nbval_reason", "")
+        assert len(reason) > 10, (
+            f"an exempt cell needs metadata.mirrorbook.nbval_reason: {cell.source[:80]}"
+        )
+    for cell in code:  # readers of the built book see no test markers
+        assert not COMMENT_MARKER.search(cell.source), cell.source[:80]
+    assert len(exempt) <= len(code) / 3, "nbval should still compare most cells"
 
 
-def test_environment_yml_is_conda_forge_only_with_what_binder_needs():
+def test_environment_yml_is_conda_forge_only_and_installs_from_the_lock():
     text = (ROOT / "environment.yml").read_text()
     assert re.search(r"channels:\n  - conda-forge\n(?!  -)", text)
-    for needed in ("python=3.11", "graphviz", "jupyterlab", "pip", "-e .", "-e ./widgets"):
+    for needed in ("python=3.11", "graphviz", "pip", "-e .[book,test]", "-e ./widgets[test]"):
         assert needed in text
-    with open(ROOT / "pyproject.toml", "rb") as f:
-        tensorflow = [d for d in tomllib.load(f)["project"]["dependencies"] if "tensorflow" in d]
-    assert tensorflow[0] in text
+    assert f"-c {dev.LOCK.relative_to(ROOT).as_posix()}" in text

@@ -15,3 +15,29 @@ def test_import_does_not_start_tensorflow():
     result = run_fresh("import sys, mirrorwidgets\nprint('tensorflow' in sys.modules)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+COLAB = """
+import sys, types
+calls = []
+google = types.ModuleType("google")
+colab = types.ModuleType("google.colab")
+output = types.ModuleType("google.colab.output")
+output.enable_custom_widget_manager = lambda: calls.append("enabled")
+google.colab, colab.output = colab, output
+sys.modules.update({"google": google, "google.colab": colab, "google.colab.output": output})
+import mirrorwidgets
+print(calls)
+"""
+
+
+def test_in_colab_the_custom_widget_manager_is_switched_on():
+    # google.colab stands in as a module with the one function Colab offers for this.
+    result = run_fresh(COLAB)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['enabled']"
+
+
+def test_elsewhere_nothing_colab_is_touched():
+    result = run_fresh("import sys, mirrorwidgets\nprint('google.colab' in sys.modules)")
+    assert result.stdout.strip() == "False", result.stderr

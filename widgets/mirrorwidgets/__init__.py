@@ -14,10 +14,20 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# Colab draws ipywidgets 8 through its custom widget manager, which a notebook must switch on
+# (anywidget and ipyleaflet do the same on import). Anywhere else this does nothing.
+if "google.colab" in sys.modules:
+    with contextlib.suppress(ImportError, AttributeError):
+        from google.colab import output
+
+        output.enable_custom_widget_manager()
 
 # Public name -> module that defines it. Loaded on first use (PEP 562).
 _EXPORTS = {
