@@ -355,7 +355,7 @@ def install_python_with_uv(version: str) -> str:
 
 def tool(name: str) -> Path:
     """A command-line tool from the pinned tools environment (.venvs/tools), made on first use."""
-    env = Env("tools", VENVS / "tools", Path(sys.executable), None, (UV,))
+    env = Env(VENVS / "tools", Path(sys.executable), None, (UV,))
     ensure_env(env)
     return env.bin(name)
 
@@ -367,7 +367,6 @@ def tool(name: str) -> Path:
 class Env:
     """A virtual environment: where, made by which interpreter, pinned by which lock."""
 
-    name: str
     path: Path
     interpreter: Path
     lock: Path | None
@@ -407,7 +406,8 @@ def ensure_env(env: Env, *, fresh: bool = False) -> None:
     say(f"installing into {env.path.relative_to(ROOT)} (first run: a few minutes)")
     if env.lock:
         env.pip("pip", "setuptools")  # the lock's own versions of the installers first
-    env.pip("--no-build-isolation", *env.packages)
+    if env.packages:
+        env.pip("--no-build-isolation", *env.packages)
     stamp.write_text(digest)
 
 
@@ -425,7 +425,7 @@ def book_env() -> Env:
             )
         interpreter = usable[0]
         say(f"Python {this_python()} is not supported; using {interpreter}")
-    return Env(".venv", VENV, interpreter, LOCK)
+    return Env(VENV, interpreter, LOCK)
 
 
 def setup(*tools: tuple[str, str, str]) -> Env:
@@ -635,7 +635,7 @@ def python_job(version: str, what: str) -> Job:
     interpreter, how = find_python(version)
     if interpreter is None:
         return Job(name, what, None, detail=f"Python {version}: {how}")
-    env = Env(name, VENVS / name, interpreter, LOCK)
+    env = Env(VENVS / name, interpreter, LOCK)
 
     def steps() -> None:
         ensure_env(env)
@@ -686,7 +686,7 @@ def hosted_job() -> Job:
     interpreter, how = find_python(HOSTED_PYTHON)
     if interpreter is None:
         return Job("hosted", what, None, detail=f"Python {HOSTED_PYTHON}: {how}")
-    env = Env("hosted", VENVS / "hosted", interpreter, HOSTED_LOCK, HOSTED_BASE)
+    env = Env(VENVS / "hosted", interpreter, HOSTED_LOCK, HOSTED_BASE)
 
     def steps() -> None:
         ensure_env(env, fresh=True)  # fresh: the set-up cell must find mirrorkit missing
@@ -793,7 +793,7 @@ def lock() -> None:
 
 def test_latest(book: Env) -> int:
     """Install the newest release of every dependency (our caps ignored), test, report."""
-    env = Env("latest", VENVS / "latest", book.interpreter, None, ())
+    env = Env(VENVS / "latest", book.interpreter, None, ())
     ensure_env(env, fresh=True)
     names = sorted(
         {
@@ -806,15 +806,21 @@ def test_latest(book: Env) -> int:
         }
         - set(OUR_DISTRIBUTIONS)
     )
-    env.pip("--upgrade", *names)
+    env.pip("--upgrade", "pip", "setuptools", *names)
     env.pip("--no-deps", "--no-build-isolation", "-e", ROOT, "-e", ROOT / "widgets")
-    installed = subprocess.run(
-        [env.python, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True
-    ).stdout
-    pinned = dict(re.findall(r"^([\w.-]+)==([^\s;]+)", LOCK.read_text(), re.M))
+    ensure_env(book)  # what the lock gives this Python, to compare with
+
+    def installed(python: Path) -> dict[str, str]:
+        listed = subprocess.run(
+            [python, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True
+        ).stdout
+        found = re.findall(r"^([\w.-]+)==(\S+)", listed, re.M)
+        return {re.sub(r"[-_.]+", "-", name).lower(): version for name, version in found}
+
+    pinned = installed(book.python)
     newer = [
         f"{name} {pinned[name]} -> {version}"
-        for name, version in re.findall(r"^([\w.-]+)==(\S+)", installed, re.M)
+        for name, version in installed(env.python).items()
         if name in pinned and pinned[name] != version
     ]
     broke = []
@@ -844,7 +850,8 @@ def test_latest(book: Env) -> int:
                 env.dev("_execute", "--into", tmp, chapter["file"])
             except SystemExit:
                 broke.append(f"chapter {chapter['file']}: did not execute (output above)")
-    say("newest releases against requirements/lock.txt:")
+    python = interpreter_version(book.interpreter)
+    say(f"newest releases against requirements/lock.txt (Python {python}):")
     print("\n".join(f"  {line}" for line in newer) or "  (nothing newer than the lock)")
     say("what broke:" if broke else "nothing broke")
     print("\n".join(f"  {line}" for line in broke))

@@ -176,6 +176,9 @@ CHILD = textwrap.dedent(
     import mirrorkit as mk
 
     faulthandler.register(signal.SIGUSR1)  # the test asks for every thread's stack if stuck
+    # As a Jupyter kernel does: SIGINT raises KeyboardInterrupt, even where this process was
+    # started with SIGINT ignored (a shell without job control ignores it in background jobs).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def forever(context):
         context.report(1)
