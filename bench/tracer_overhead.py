@@ -28,7 +28,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from mirrorkit.tracing import StepTracer  # noqa: E402
+from mirrorkit.measure.tracing import StepTracer  # noqa: E402
 
 BATCH = 64
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mirrorkit._format import html_table, short_device, summarize, text_table
+from mirrorkit.report.tables import html_table, short_device, summarize, text_table
 
 # Kinds of value, as shown in a table's title.
 PER_REPLICA = "PerReplica"

@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mirrorkit import _procs
+from mirrorkit.cluster import _procs
 from mirrorwidgets.cluster_view import STATE_COLORS
 from tests.browser import test_jupyterlab as lab_test
 
@@ -36,7 +36,7 @@ CELLS = [
     "import tempfile\n"
     "\n"
     "import mirrorkit as mk\n"
-    "from mirrorkit.recipes import checkpointed_training\n"
+    "from mirrorkit.training.recipes import checkpointed_training\n"
     "from mirrorwidgets import ClusterView",
     'view = ClusterView(2, title="lab")\ndisplay(view)',
     "with tempfile.TemporaryDirectory() as tmpdir:\n"

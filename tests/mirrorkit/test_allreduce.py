@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mirrorkit._units import parse_size
-from mirrorkit.allreduce import (
+from mirrorkit.errors import AllReduceUnavailableError
+from mirrorkit.measure.allreduce import (
     AllReduceBenchmark,
     AllReduceRecord,
     available_algorithms,
@@ -17,7 +17,7 @@ from mirrorkit.allreduce import (
     measure_copy_bandwidth,
     record_from_times,
 )
-from mirrorkit.errors import AllReduceUnavailableError
+from mirrorkit.report.units import parse_size
 from mirrorkit.strategy import make_strategy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,7 +150,7 @@ def test_json_and_csv_round_trip(devices, tmp_path):
     result = benchmark_all_reduce("one_device", replicas=[2], devices=devices, **TINY)
     path = tmp_path / "r.json"
     text = result.to_json(path)
-    assert json.loads(path.read_text())["format"] == "mirrorkit.allreduce/1"
+    assert json.loads(path.read_text())["format"] == "mirrorkit.measure.allreduce/1"
     assert AllReduceBenchmark.from_json(path) == result
     assert AllReduceBenchmark.from_json(str(path)) == result
     assert AllReduceBenchmark.from_json(text) == result
@@ -222,7 +222,7 @@ def test_make_strategy_nccl_error_type_is_the_one_reported():
 def run_cli(*args, cwd):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run(
-        [sys.executable, "-m", "mirrorkit.bench", *args],
+        [sys.executable, "-m", "mirrorkit.measure", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -263,7 +263,7 @@ def test_cli_real_run_writes_json(tmp_path):
     ],
 )
 def test_cli_argument_errors(args, message, capsys):
-    from mirrorkit.bench import main
+    from mirrorkit.measure import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(args)

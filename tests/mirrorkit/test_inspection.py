@@ -155,7 +155,7 @@ def test_keras_variables_in_a_list_are_named_by_path(strategy):
 
 
 def test_tables_with_no_rows_still_print():
-    from mirrorkit._format import html_table, text_table
+    from mirrorkit.report.tables import html_table, text_table
 
     assert text_table([("step", []), ("replica", [])]) == ["step  replica"]
     assert "<tbody></tbody>" in html_table([("step", [])])

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import mirrorkit as mk
-from mirrorkit.recipes import compare_weights, fit_training
+from mirrorkit.training.recipes import compare_weights, fit_training
 
 
 def test_fit_ready_refuses_what_would_fail_later(strategy):

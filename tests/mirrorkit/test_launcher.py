@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import mirrorkit as mk
-from mirrorkit import _procs
+from mirrorkit.cluster import _procs
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "mirrorkit-cluster-"  # in every supervisor's and worker's command line

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mirrorkit import _procs
+from mirrorkit.cluster import _procs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,7 +18,8 @@ PROBE = textwrap.dedent(
     """
     import json, socket, sys
     sys.path.insert(0, {root!r})
-    from mirrorkit import _netns, _procs
+    from mirrorkit.cluster import _netns
+    from mirrorkit.cluster import _procs
     how = _netns.enter_private_network(user_namespace={user!r})
     server = socket.socket()
     server.bind(("0.0.0.0", 0))  # every interface, as TensorFlow's gRPC server does
@@ -72,7 +73,7 @@ FALLBACK = textwrap.dedent(
     """
     import os, sys, warnings
     sys.path.insert(0, {root!r})
-    from mirrorkit import _netns
+    from mirrorkit.cluster import _netns
 
     # A user namespace of our own, in which no further namespace may be made: what a
     # machine that refuses namespaces looks like to the launcher.

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mirrorkit as mk
-from mirrorkit.recipes import checkpointed_training, compare_weights
+from mirrorkit.training.recipes import checkpointed_training, compare_weights
 
 
 def test_resumed_run_equals_an_uninterrupted_run(tmp_path):

@@ -1,4 +1,4 @@
-"""mirrorkit.scaleout: TF_CONFIG, Slurm and Kubernetes configuration, checked against
+"""mirrorkit.cluster.scaleout: TF_CONFIG, Slurm and Kubernetes configuration, checked against
 TensorFlow's own cluster resolvers and a real shell."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import tensorflow as tf
 
-from mirrorkit.scaleout import (
+from mirrorkit.cluster.scaleout import (
     DEFAULT_PORT,
     kubernetes_manifest,
     slurm_script,

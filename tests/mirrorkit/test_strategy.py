@@ -189,7 +189,7 @@ def test_the_nccl_reason_for_shared_gpus_names_replicas_and_the_physical_gpu():
 
 
 def test_nccl_reason_reaches_available_algorithms(devices):
-    from mirrorkit.allreduce import available_algorithms
+    from mirrorkit.measure.allreduce import available_algorithms
 
     found = available_algorithms(devices)
     assert found["nccl"].startswith("NCCL all-reduce cannot run here: this machine has no GPU.")

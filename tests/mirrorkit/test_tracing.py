@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from mirrorkit import _profiler
+from mirrorkit.measure import _profiler
+from mirrorkit.measure.tracing import StepPhases, StepTrace, StepTracer
 from mirrorkit.strategy import make_strategy
-from mirrorkit.tracing import StepPhases, StepTrace, StepTracer
 
 
 class SlowIterator:

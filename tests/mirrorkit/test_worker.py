@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import mirrorkit as mk
-from mirrorkit import _procs
+from mirrorkit.cluster import _procs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,7 @@ def test_worker_cli_runs_a_function_from_tf_config(tmp_path):
 
 def test_worker_cli_runs_under_slurm_variables(tmp_path):
     # Two tasks of one job step on one node, as `srun --ntasks=2` sets them; the
-    # ports are consecutive from --port, as mirrorkit.scaleout.slurm_script expects.
+    # ports are consecutive from --port, as mirrorkit.cluster.scaleout.slurm_script expects.
     port = _procs.free_ports(1)[0]
     while set(_procs.free_ports(1)) & {port + 1}:  # pragma: no cover - rare
         port = _procs.free_ports(1)[0]

@@ -7,7 +7,7 @@ import re
 import pytest
 import traitlets
 
-from mirrorkit.allreduce import AllReduceBenchmark, benchmark_all_reduce, record_from_times
+from mirrorkit.measure.allreduce import AllReduceBenchmark, benchmark_all_reduce, record_from_times
 from mirrorwidgets import AllReduceChart
 from mirrorwidgets._bench_chart import ALGORITHM_COLORS, DASHES
 
@@ -129,7 +129,7 @@ def test_copy_bandwidth_is_the_reference_line_on_the_busbw_panel(measured):
     assert svg.count('<line class="mw-copy-bw"') == 1
     y = float(re.search(r'<line class="mw-copy-bw" x1="64" y1="([\d.]+)"', svg).group(1))
     assert 18 + 150 + 24 <= y <= 18 + 150 + 24 + 150  # in the busbw panel, not the time panel
-    from mirrorkit._units import format_rate
+    from mirrorkit.report.units import format_rate
 
     assert f"memory copy {format_rate(measured.copy_bandwidth)}" in svg
     # Every simulated-CPU busbw is far below a memory copy: every point is under the line.

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import traitlets
 
-from mirrorkit.tracing import StepPhases
+from mirrorkit.measure.tracing import StepPhases
 from mirrorwidgets import StepTimeline
 from mirrorwidgets._timeline_chart import COLORS, HEIGHT, TOP
 
@@ -208,7 +208,7 @@ def test_bad_throttle_settings():
 def test_fed_live_by_a_real_step_tracer(strategy):
     import tensorflow as tf
 
-    from mirrorkit.tracing import StepTracer
+    from mirrorkit.measure.tracing import StepTracer
 
     @tf.function
     def step():

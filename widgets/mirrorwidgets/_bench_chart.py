@@ -8,9 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from mirrorkit._units import format_percent, format_rate, format_seconds, format_size
-from mirrorwidgets import _chart
-from mirrorwidgets import _render as r
+from mirrorkit.report.units import format_percent, format_rate, format_seconds, format_size
+from mirrorwidgets import _chart, _render as r
 
 WIDTH = 560
 LEFT, RIGHT, TOP = 64, 14, 18

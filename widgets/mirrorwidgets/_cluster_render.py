@@ -12,9 +12,8 @@ import base64
 import io
 import math
 
-from mirrorwidgets import _chart
-from mirrorwidgets import _render as r
-from mirrorwidgets.topology import _route, _short
+from mirrorwidgets import _chart, _render as r
+from mirrorwidgets._routes import device_label, route
 
 # Border / badge colour of each state (mirrorkit.WORKER_STATES), and the box's light fill.
 STATE_COLORS = {
@@ -43,7 +42,7 @@ def worker_label(worker: int) -> str:
 
 def ring_edges(n: int) -> tuple[tuple[int, int], ...]:
     """(from worker, to worker) of the ring all-reduce: i -> i + 1 mod n; none for one worker."""
-    return tuple((a, b) for a, b, _ in _route("collective", n, 0))
+    return tuple((a, b) for a, b, _ in route("collective", n, 0))
 
 
 def node_width(status) -> float:
@@ -105,7 +104,7 @@ def graph(status):
                 height="0.5",
             )
             for k, device in enumerate(status_.devices):
-                box.node(f"w{i}d{k}", _short(device))
+                box.node(f"w{i}d{k}", device_label(device))
             if not status_.devices:
                 box.node(f"w{i}d", "devices: not known yet", style="rounded,dashed")
     for a, b in ring_edges(n):

@@ -1,12 +1,12 @@
-"""Read step phases (mirrorkit.tracing.StepPhases, or dicts) into one checked form."""
+"""Read step phases (mirrorkit.measure.tracing.StepPhases, or dicts) into one checked form."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
 
-from mirrorkit.tracing import StepPhases as Phases  # the tracer's own record, checked here
-from mirrorwidgets._records import _scalar, check_increasing, field, is_record, read_step
+from mirrorkit.measure.tracing import StepPhases as Phases  # the tracer's own record, checked here
+from mirrorwidgets._records import check_increasing, field, is_record, read_step, scalar
 
 TIMES = ("input_wait_s", "step_s", "all_reduce_s", "compute_s")
 FIELDS = ("step", *TIMES)
@@ -27,7 +27,7 @@ def read_phases(record, index: int) -> Phases:
     where = f"{where} (step {step})"
     times = {}
     for name in TIMES:
-        value = float(_scalar(field(record, name, where, _HINT), name, where))
+        value = float(scalar(field(record, name, where, _HINT), name, where))
         if not (math.isfinite(value) and value >= 0):
             raise ValueError(f"{where}: {name} must be a time >= 0 seconds, got {value!r}.")
         times[name] = value

@@ -26,7 +26,7 @@ class ScaleRecord:
     loss: float | None = None
 
 
-def _scalar(value, name: str, where: str) -> np.ndarray:
+def scalar(value, name: str, where: str) -> np.ndarray:
     try:
         array = np.asarray(value)
     except Exception as error:  # noqa: BLE001 - anything numpy cannot read is a bad field
@@ -58,7 +58,7 @@ def is_record(record, fields: tuple[str, ...]) -> bool:
 
 def read_step(record, where: str, hint: str) -> int:
     """The record's whole-number ``step``."""
-    step = _scalar(field(record, "step", where, hint), "step", where)
+    step = scalar(field(record, "step", where, hint), "step", where)
     if step.dtype.kind == "b" or float(step) != int(step):
         raise TypeError(f"{where}: step must be an integer, got {step.item()!r}.")
     return int(step)
@@ -75,18 +75,18 @@ def read_record(record, index: int) -> ScaleRecord:
         raise TypeError(f"{where} is {type(record).__name__} {record!r}, not a record. {_HINT}")
     step = read_step(record, where, _HINT)
     where = f"{where} (step {step})"
-    scale = float(_scalar(_field(record, "loss_scale", where), "loss_scale", where))
+    scale = float(scalar(_field(record, "loss_scale", where), "loss_scale", where))
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(
             f"{where}: loss_scale must be a positive finite number (dynamic loss scales are "
             f"powers of 2, such as 32768), got {scale!r}."
         )
-    flag = _scalar(_field(record, "overflow", where), "overflow", where)
+    flag = scalar(_field(record, "overflow", where), "overflow", where)
     if flag.dtype.kind != "b" and flag.item() not in (0, 1):
         raise TypeError(f"{where}: overflow must be True or False, got {flag.item()!r}.")
     loss = _field(record, "loss", where, required=False)
     if loss is not None:
-        loss = float(_scalar(loss, "loss", where))  # inf or NaN allowed: overflowing steps
+        loss = float(scalar(loss, "loss", where))  # inf or NaN allowed: overflowing steps
     return ScaleRecord(step, scale, bool(flag), loss)
 
 

@@ -11,9 +11,8 @@ import math
 
 import numpy as np
 
-from mirrorkit._units import format_seconds
-from mirrorwidgets import _chart
-from mirrorwidgets import _render as r
+from mirrorkit.report.units import format_seconds
+from mirrorwidgets import _chart, _render as r
 from mirrorwidgets._phases import PHASES, Phases, thin
 
 WIDTH = 520

@@ -7,9 +7,8 @@ import os
 import ipywidgets as w
 import traitlets as t
 
-from mirrorkit._units import format_rate, format_size
-from mirrorwidgets import _bench_chart as bc
-from mirrorwidgets import _render as r
+from mirrorkit.report.units import format_rate, format_size
+from mirrorwidgets import _bench_chart as bc, _render as r
 from mirrorwidgets._snapshot import SnapshotMixin
 
 _ALL = 0  # the replica menu's value for "every replica count"
@@ -42,7 +41,7 @@ class AllReduceChart(SnapshotMixin, w.VBox):
             or ``replicas`` is not one of the measured counts.
 
     Example:
-        >>> from mirrorkit.allreduce import AllReduceBenchmark, record_from_times
+        >>> from mirrorkit.measure.allreduce import AllReduceBenchmark, record_from_times
         >>> from mirrorwidgets import AllReduceChart
         >>> records = tuple(
         ...     record_from_times(name, 2, size, [t * size / 4096], 1e10)
@@ -121,14 +120,14 @@ class AllReduceChart(SnapshotMixin, w.VBox):
                 records.
 
         Example:
-            >>> from mirrorkit.allreduce import AllReduceBenchmark, record_from_times
+            >>> from mirrorkit.measure.allreduce import AllReduceBenchmark, record_from_times
             >>> from mirrorwidgets import AllReduceChart
             >>> record = record_from_times("collective", 4, 1 << 20, [1e-3], 5e9)
             >>> text = AllReduceBenchmark((record,), copy_bandwidth=5e9).to_json()
             >>> AllReduceChart.from_json(text).num_records
             1
         """
-        from mirrorkit.allreduce import AllReduceBenchmark
+        from mirrorkit.measure.allreduce import AllReduceBenchmark
 
         return cls(AllReduceBenchmark.from_json(source), **kwargs)
 
@@ -153,7 +152,7 @@ class AllReduceChart(SnapshotMixin, w.VBox):
             TypeError, ValueError: As the constructor raises them.
 
         Example:
-            >>> from mirrorkit.allreduce import AllReduceBenchmark, record_from_times
+            >>> from mirrorkit.measure.allreduce import AllReduceBenchmark, record_from_times
             >>> from mirrorwidgets import AllReduceChart
             >>> one = record_from_times("collective", 2, 4096, [1e-4], 1e10)
             >>> chart = AllReduceChart(AllReduceBenchmark((one,), copy_bandwidth=1e10))
@@ -191,7 +190,7 @@ class AllReduceChart(SnapshotMixin, w.VBox):
             An HTML fragment: header, chart, table (if shown) and the skipped algorithms.
 
         Example:
-            >>> from mirrorkit.allreduce import AllReduceBenchmark, record_from_times
+            >>> from mirrorkit.measure.allreduce import AllReduceBenchmark, record_from_times
             >>> from mirrorwidgets import AllReduceChart
             >>> one = record_from_times("collective", 2, 4096, [1e-4], 1e10)
             >>> chart = AllReduceChart(AllReduceBenchmark((one,), copy_bandwidth=1e10))
@@ -263,7 +262,7 @@ class AllReduceChart(SnapshotMixin, w.VBox):
 
 
 def _read_benchmark(benchmark):
-    from mirrorkit.allreduce import AllReduceBenchmark
+    from mirrorkit.measure.allreduce import AllReduceBenchmark
 
     if isinstance(benchmark, str | os.PathLike):
         benchmark = AllReduceBenchmark.from_json(benchmark)

@@ -286,7 +286,7 @@ class BatchSplitView(SnapshotMixin, w.VBox):
 
 
 def _check(preview) -> None:
-    from mirrorkit.input_preview import InputPreview
+    from mirrorkit.checks.input_preview import InputPreview
 
     if not isinstance(preview, InputPreview):
         raise TypeError(

@@ -9,8 +9,7 @@ import ipywidgets as w
 import traitlets as t
 
 import mirrorkit as mk
-from mirrorwidgets import _cluster_render as cr
-from mirrorwidgets import _render as r
+from mirrorwidgets import _cluster_render as cr, _render as r
 from mirrorwidgets._cluster_render import STATE_COLORS
 from mirrorwidgets._snapshot import SnapshotMixin
 from mirrorwidgets._throttle import Throttle

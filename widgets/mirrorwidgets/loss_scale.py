@@ -5,9 +5,7 @@ from __future__ import annotations
 import ipywidgets as w
 import traitlets as t
 
-from mirrorwidgets import _chart
-from mirrorwidgets import _records as rec
-from mirrorwidgets import _render as r
+from mirrorwidgets import _chart, _records as rec, _render as r
 from mirrorwidgets._snapshot import SnapshotMixin
 
 _SHOWN_OVERFLOWS = 12

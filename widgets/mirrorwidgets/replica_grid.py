@@ -5,8 +5,7 @@ from __future__ import annotations
 import ipywidgets as w
 import traitlets as t
 
-from mirrorwidgets import _render as r
-from mirrorwidgets import _values
+from mirrorwidgets import _render as r, _values
 from mirrorwidgets._snapshot import SnapshotMixin
 
 

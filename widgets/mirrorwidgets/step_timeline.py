@@ -7,10 +7,8 @@ import statistics
 import ipywidgets as w
 import traitlets as t
 
-from mirrorkit._units import format_percent, format_seconds
-from mirrorwidgets import _phases as ph
-from mirrorwidgets import _render as r
-from mirrorwidgets import _timeline_chart as tc
+from mirrorkit.report.units import format_percent, format_seconds
+from mirrorwidgets import _phases as ph, _render as r, _timeline_chart as tc
 from mirrorwidgets._snapshot import SnapshotMixin
 from mirrorwidgets._throttle import Throttle
 
@@ -20,7 +18,7 @@ _SHOWN_OVER = 12
 class StepTimeline(SnapshotMixin, w.VBox):
     """One stacked bar per training step: input wait, compute and all-reduce.
 
-    Takes what ``mirrorkit.tracing.StepTracer`` measures: a ``StepTrace`` (its ``.steps``)
+    Takes what ``mirrorkit.measure.tracing.StepTracer`` measures: a ``StepTrace`` (its ``.steps``)
     or ``StepPhases`` records, one per step. :meth:`append` adds a step while training
     runs and redraws at most every ``min_interval`` seconds, within ``budget`` of the
     wall time (:meth:`flush` draws what is left); :meth:`update` replaces every step
@@ -44,7 +42,7 @@ class StepTimeline(SnapshotMixin, w.VBox):
             not increase.
 
     Example:
-        >>> from mirrorkit.tracing import StepPhases
+        >>> from mirrorkit.measure.tracing import StepPhases
         >>> from mirrorwidgets import StepTimeline
         >>> timeline = StepTimeline([
         ...     StepPhases(0, input_wait_s=0.25, step_s=1.0, all_reduce_s=0.25, compute_s=0.75),
@@ -170,7 +168,7 @@ class StepTimeline(SnapshotMixin, w.VBox):
             TypeError, ValueError: As for one step of the constructor.
 
         Example:
-            >>> from mirrorkit.tracing import StepPhases
+            >>> from mirrorkit.measure.tracing import StepPhases
             >>> from mirrorwidgets import StepTimeline
             >>> timeline = StepTimeline(min_interval=3600)
             >>> timeline.append(StepPhases(0, 0.001, 0.01, 0.002, 0.008))

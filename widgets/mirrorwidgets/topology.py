@@ -7,6 +7,7 @@ import traitlets as t
 
 import mirrorkit as mk
 from mirrorwidgets import _render as r
+from mirrorwidgets._routes import device_label, hierarchical_groups, route
 from mirrorwidgets._snapshot import SnapshotMixin
 
 _COLORS = {"reduce": "#0969da", "broadcast": "#8250df", "exchange": "#cf222e"}
@@ -28,50 +29,6 @@ def _algorithm_of(strategy) -> str:
 def _host_of(device: str) -> str:
     parts = dict(p.split(":", 1) for p in device.strip("/").split("/") if ":" in p)
     return f"/job:{parts.get('job', 'localhost')}/task:{parts.get('task', '0')}"
-
-
-def _short(device: str) -> str:
-    return device.rsplit("device:", 1)[-1] if "device:" in device else device
-
-
-def _route(algorithm: str, n: int, hub: int) -> list[tuple[int, int, str]]:
-    """(from replica, to replica, step) for each copy the all-reduce makes."""
-    if n < 2:
-        return []
-    if algorithm in ("collective", "nccl"):
-        return [(i, (i + 1) % n, "reduce") for i in range(n)]
-    if algorithm == "one_device":
-        others = [i for i in range(n) if i != hub]
-        return [(i, hub, "reduce") for i in others] + [(hub, i, "broadcast") for i in others]
-    # hierarchical_copy (tf's aggregate_gradients_using_hierarchical_copy): each half sums
-    # into its leader, group 1's leader sends its sum to group 0's leader, which adds them
-    # and sends the total back; each leader then broadcasts within its group.
-    groups = hierarchical_groups(n)
-    edges = [(i, group[0], "reduce") for group in groups if group for i in group[1:]]
-    if groups[1]:
-        edges += [
-            (groups[1][0], groups[0][0], "exchange"),
-            (groups[0][0], groups[1][0], "broadcast"),
-        ]
-    edges += [(group[0], i, "broadcast") for group in groups if group for i in group[1:]]
-    return edges
-
-
-def hierarchical_groups(n: int) -> list[list[int]]:
-    """Replica groups HierarchicalCopyAllReduce reduces within (two halves).
-
-    Args:
-        n: Number of replicas.
-
-    Returns:
-        Two lists of replica indices (the second empty when ``n`` is 1).
-
-    Example:
-        >>> hierarchical_groups(4)
-        [[0, 1], [2, 3]]
-    """
-    half = max(n // 2, 1)
-    return [list(range(0, half)), list(range(half, n))]
 
 
 class TopologyDiagram:
@@ -118,7 +75,7 @@ class TopologyDiagram:
         self.devices = tuple(mk.replica_devices(strategy))
         self.variables = self._variables(variables)
         self.hub = self._hub()
-        self.edges = tuple(_route(self.all_reduce, len(self.devices), self.hub))
+        self.edges = tuple(route(self.all_reduce, len(self.devices), self.hub))
         self._svg: str | None = None
 
     @staticmethod
@@ -135,7 +92,7 @@ class TopologyDiagram:
         target = getattr(ops, "reduce_to_device", None)
         if target:
             for i, device in enumerate(self.devices):
-                if _short(device) == _short(target):
+                if device_label(device) == device_label(target):
                     return i
         return 0  # ReductionToOneDevice() reduces onto the first destination device
 
@@ -208,7 +165,7 @@ class TopologyDiagram:
 
     def _node(self, graph, i: int, held: str) -> None:
         hub = "\n(reduces here)" if self.all_reduce == "one_device" and i == self.hub else ""
-        graph.node(f"r{i}", f"replica {i}\n{_short(self.devices[i])}{held}{hub}")
+        graph.node(f"r{i}", f"replica {i}\n{device_label(self.devices[i])}{held}{hub}")
 
     def svg(self) -> str:
         """The diagram as SVG text, drawn by graphviz's ``dot`` (cached).
@@ -231,7 +188,7 @@ class TopologyDiagram:
 
     def __repr__(self) -> str:
         # What a text-only viewer shows, instead of an object address.
-        devices = ", ".join(_short(d) for d in self.devices)
+        devices = ", ".join(device_label(d) for d in self.devices)
         return (
             f"TopologyDiagram: {len(self.devices)} replica(s) on {devices}; "
             f"all-reduce {self.all_reduce!r}, {len(self.edges)} transfer(s) drawn"

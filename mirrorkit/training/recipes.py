@@ -31,7 +31,7 @@ def step_batches(context: Any, *, first_step: int, last_step: int, per_replica_b
         A ``tf.distribute.DistributedDataset`` of ``(x, y)`` per-replica batches.
 
     Example:
-        >>> from mirrorkit.recipes import step_batches
+        >>> from mirrorkit.training.recipes import step_batches
         >>> step_batches.__name__
         'step_batches'
     """
@@ -86,7 +86,7 @@ def checkpointed_training(
     Example:
         >>> import tempfile
         >>> import mirrorkit as mk
-        >>> from mirrorkit.recipes import checkpointed_training
+        >>> from mirrorkit.training.recipes import checkpointed_training
         >>> run = mk.LocalCluster(2, echo=False).run(
         ...     checkpointed_training, args=(tempfile.mkdtemp(),), kwargs={"steps": 2})
         >>> run.result["resumed_from"], sorted(run.result["losses"])
@@ -176,7 +176,7 @@ def fit_training(
     Example:
         >>> import tempfile
         >>> import mirrorkit as mk
-        >>> from mirrorkit.recipes import fit_training
+        >>> from mirrorkit.training.recipes import fit_training
         >>> run = mk.LocalCluster(2, echo=False).run(
         ...     fit_training, args=(tempfile.mkdtemp(),), kwargs={"epochs": 2})
         >>> run.result["epochs_run"]
@@ -185,7 +185,7 @@ def fit_training(
     import keras
     import tensorflow as tf
 
-    from mirrorkit.keras_fit import fit_ready
+    from mirrorkit.training.keras_fit import fit_ready
 
     strategy = context.strategy
     global_batch = per_replica_batch * strategy.num_replicas_in_sync
@@ -225,7 +225,7 @@ class WeightComparison:
         arrays: How many arrays were compared.
 
     Example:
-        >>> from mirrorkit.recipes import compare_weights
+        >>> from mirrorkit.training.recipes import compare_weights
         >>> compare_weights([[1.0, 2.0]], [[1.0, 2.0]]).equal
         True
     """
@@ -256,7 +256,7 @@ def compare_weights(first: list, second: list) -> WeightComparison:
         ValueError: If the lists differ in length or shapes.
 
     Example:
-        >>> from mirrorkit.recipes import compare_weights
+        >>> from mirrorkit.training.recipes import compare_weights
         >>> print(compare_weights([[1.0, 2.0]], [[1.0, 2.5]]))
         1 weight arrays: different (largest difference 0.5)
     """

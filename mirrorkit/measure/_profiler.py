@@ -1,4 +1,4 @@
-"""TensorFlow's profiler, for :mod:`mirrorkit.tracing`: record a few steps, read their all-reduce.
+"""TensorFlow's profiler for :mod:`~mirrorkit.measure.tracing`: record steps, read the all-reduce.
 
 A profiler session records TraceMe events (op executions, step markers) on every
 thread (and device activity on GPUs). ``_pywrap_profiler.ProfilerSession.stop()``
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-#: Name of the step markers :class:`mirrorkit.tracing.StepTracer` puts around profiled steps.
+#: Name of the step markers :class:`~mirrorkit.StepTracer` puts around profiled steps.
 STEP_MARKER = "mirrorkit.step"
 
 #: Op types of TensorFlow's collective ops (MirroredStrategy's default all-reduce path,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
+import dataclasses
 import os
 import queue
 import re
@@ -29,7 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mirrorkit import _procs
+from mirrorkit.cluster import _procs, protocol as p
+from mirrorkit.cluster.events import ClusterStatus, WorkerEvent
+from mirrorkit.cluster.protocol import KillWorker
+from mirrorkit.cluster.scaleout import tf_configs
 from mirrorkit.errors import (
     ClusterError,
     ClusterSecurityWarning,
@@ -37,8 +40,6 @@ from mirrorkit.errors import (
     ClusterTimeoutError,
     WorkerFailedError,
 )
-from mirrorkit.events import ClusterStatus, WorkerEvent
-from mirrorkit.scaleout import tf_configs
 
 NETWORKS = ("private", "shared")
 
@@ -51,38 +52,6 @@ def _stop_live_supervisors() -> None:  # the kernel is shutting down: take the w
     for process in list(_live_supervisors):
         if process.poll() is None:
             process.kill()
-
-
-@dataclass(frozen=True)
-class KillWorker:
-    """Fault injection: SIGKILL one worker right after it reports a chosen step.
-
-    The worker's :meth:`mirrorkit.WorkerContext.report` call for that step kills
-    the process, as a power cut or an out-of-memory kill would.
-
-    Attributes:
-        worker: Task index of the worker to kill.
-        at_step: The step after which it dies (1 is the first step).
-
-    Example:
-        >>> from mirrorkit import KillWorker
-        >>> KillWorker(worker=1, at_step=3)
-        KillWorker(worker=1, at_step=3)
-    """
-
-    worker: int
-    at_step: int
-
-    def __post_init__(self) -> None:
-        for name in ("worker", "at_step"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"KillWorker.{name} must be an int, got {value!r}.")
-        if self.worker < 0 or self.at_step < 1:
-            raise ValueError(
-                f"KillWorker needs worker >= 0 and at_step >= 1, got worker={self.worker}, "
-                f"at_step={self.at_step}."
-            )
 
 
 @dataclass
@@ -230,7 +199,7 @@ class LocalCluster:
         if network not in NETWORKS:
             raise ValueError(
                 f"network must be one of {NETWORKS}, got {network!r}. Clusters of several "
-                "machines are not launched from here: see mirrorkit.scaleout."
+                "machines are not launched from here: see mirrorkit.cluster.scaleout."
             )
         if not start_timeout > 0:
             raise ValueError(f"start_timeout must be > 0 seconds, got {start_timeout!r}.")
@@ -356,22 +325,21 @@ class LocalCluster:
             )
         run_dir = Path(tempfile.mkdtemp(prefix="mirrorkit-cluster-"))
         try:
-            (run_dir / "payload.pkl").write_bytes(_dumps(payload, module))
-            spec = {
-                "num_workers": self.num_workers,
-                "network": self.network,
-                "host": "127.0.0.1",
-                "run_dir": str(run_dir),
-                "cwd": os.getcwd(),
-                "seed": self.seed,
-                "collective_timeout": self.collective_timeout,
-                "absent": absent,
-                "fault": None if fault is None else {"worker": fault.worker, "step": fault.at_step},
-                "grace_seconds": self.grace_seconds,
-                "logical_devices": self.logical_devices,
-                "env": {**_worker_environment(), **self.env},
-            }
-            (run_dir / "spec.json").write_text(json.dumps(spec))
+            (run_dir / p.PAYLOAD_FILE).write_bytes(_dumps(payload, module))
+            p.LaunchSpec(
+                num_workers=self.num_workers,
+                network=self.network,
+                host="127.0.0.1",
+                run_dir=str(run_dir),
+                cwd=os.getcwd(),
+                seed=self.seed,
+                collective_timeout=self.collective_timeout,
+                grace_seconds=self.grace_seconds,
+                env={**_worker_environment(), **self.env},
+                absent=tuple(absent),
+                fault=fault,
+                logical_devices=self.logical_devices,
+            ).write()
             session = _Session(self, run_dir, on_event, timeout, absent)
             return session.run()
         finally:
@@ -452,8 +420,8 @@ class _Session:
             [
                 sys.executable,
                 "-m",
-                "mirrorkit._supervisor",
-                str(self.run_dir / "spec.json"),
+                "mirrorkit.cluster._supervisor",
+                str(self.run_dir),
                 str(os.getpid()),
             ],
             stdin=subprocess.PIPE,
@@ -498,8 +466,7 @@ class _Session:
             if channel == "err":
                 self.stderr.append(line.rstrip("\n"))
                 continue
-            message = json.loads(line)
-            if self._handle(message):
+            if self._handle(p.decode(line)):
                 return
             self._check_deadlines()
         raise ClusterError(
@@ -508,37 +475,38 @@ class _Session:
             self.record,
         )
 
-    def _handle(self, message: dict) -> bool:
+    def _handle(self, message: p.SupervisorMessage) -> bool:
         """Apply one supervisor message; True when the run is over."""
-        kind = message["type"]
-        if kind == "network":
-            self._network(message)
-        elif kind == "spawned":
-            self.emit(message["worker"], "starting", address=message["address"], pid=message["pid"])
-        elif kind == "output":
-            worker, text = message["worker"], message["text"]
-            self.record.output[worker].append(text)
-            if self.cluster.echo:
-                print(f"[worker {worker}] {text}", flush=True)
-            self.emit(worker, "output", text=text)
-        elif kind == "event":
-            self._worker_event(message)
-        elif kind == "listening":
-            self.record.listening = list(message["sockets"])
-        elif kind == "exit":
-            self._exit(message["worker"], message["returncode"])
-        elif kind == "fatal":
-            raise ClusterError(f"the cluster could not be set up: {message['text']}", self.record)
-        elif kind == "done":
-            return True
-        return False
+        return bool(_HANDLERS[type(message)](self, message))
 
-    def _network(self, message: dict) -> None:
+    def _spawned(self, message: p.Spawned) -> None:
+        self.emit(message.worker, "starting", address=message.address, pid=message.pid)
+
+    def _output(self, message: p.Output) -> None:
+        self.record.output[message.worker].append(message.text)
+        if self.cluster.echo:
+            print(f"[worker {message.worker}] {message.text}", flush=True)
+        self.emit(message.worker, "output", text=message.text)
+
+    def _listening(self, message: p.Listening) -> None:
+        self.record.listening = list(message.sockets)
+
+    def _exit(self, message: p.Exit) -> None:
+        if self._note_exit(message.worker, message.returncode):
+            self._fail()
+
+    def _fatal(self, message: p.Fatal) -> None:
+        raise ClusterError(f"the cluster could not be set up: {message.text}", self.record)
+
+    def _done(self, message: p.Done | p.Stopped) -> bool:
+        return True
+
+    def _network(self, message: p.Network) -> None:
         record = self.record
-        record.network = message["mode"]
-        record.network_note = message.get("how") or message.get("why", "")
-        record.addresses = list(message["addresses"])
-        record.interfaces = list(message["interfaces"])
+        record.network = message.mode
+        record.network_note = message.note
+        record.addresses = list(message.addresses)
+        record.interfaces = list(message.interfaces)
         if record.network == "shared":
             warnings.warn(
                 "the workers use the machine's network: TensorFlow's gRPC servers listen on "
@@ -546,11 +514,11 @@ class _Session:
                 f"can reach them ({record.network_note}). Use network='private' on a machine "
                 "that allows network namespaces, or keep this machine off shared networks.",
                 ClusterSecurityWarning,
-                stacklevel=6,
+                stacklevel=7,
             )
 
-    def _worker_event(self, message: dict) -> None:
-        event = WorkerEvent.from_json({**message, "time": round(self.elapsed(), 3)})
+    def _worker_event(self, message: p.Event) -> None:
+        event = dataclasses.replace(message.event, time=round(self.elapsed(), 3))
         if event.kind == "ready":
             self.ready.add(event.worker)
             if len(self.ready) == self.cluster.num_workers:
@@ -560,10 +528,6 @@ class _Session:
         elif event.kind == "failed":
             self.failures.append((event.worker, event.text, False))
         self._publish(event)
-
-    def _exit(self, worker: int, returncode: int) -> None:
-        if self._note_exit(worker, returncode):
-            self._fail()
 
     def _note_exit(self, worker: int, returncode: int) -> bool:
         """Record a worker's exit; True if it ended before finishing (a failure)."""
@@ -590,10 +554,10 @@ class _Session:
                 return
             if line is None or channel != "out":
                 continue
-            message = json.loads(line)
-            if message["type"] == "exit":
-                self._note_exit(message["worker"], message["returncode"])
-            elif message["type"] not in ("done", "fatal"):
+            message = p.decode(line)
+            if isinstance(message, p.Exit):
+                self._note_exit(message.worker, message.returncode)
+            elif not isinstance(message, p.Done | p.Fatal):
                 self._handle(message)
 
     def _fail(self) -> None:
@@ -673,7 +637,7 @@ class _Session:
         process = self.process
         if process.poll() is None:
             try:
-                process.stdin.write("stop\n")
+                process.stdin.write(p.STOP + "\n")
                 process.stdin.flush()
                 process.stdin.close()
             except (BrokenPipeError, ValueError, OSError):
@@ -705,20 +669,34 @@ class _Session:
                 return
             if line is None or channel != "out":
                 continue
-            message = json.loads(line)
-            if message["type"] == "exit":
-                how = _procs.describe_exit(message["returncode"])
-                self.record.exits.setdefault(message["worker"], how)
-            elif message["type"] == "stopped":
+            message = p.decode(line)
+            if isinstance(message, p.Exit):
+                how = _procs.describe_exit(message.returncode)
+                self.record.exits.setdefault(message.worker, how)
+            elif isinstance(message, p.Stopped):
                 return
 
     def _result(self, worker: int) -> Any:
-        path = self.run_dir / f"result-{worker}.pkl"
+        path = self.run_dir / p.result_file(worker)
         if not path.exists():
             return None
         import cloudpickle
 
         return cloudpickle.loads(path.read_bytes())
+
+
+# What the owner does with each supervisor message: the one dispatch table.
+_HANDLERS = {
+    p.Network: _Session._network,
+    p.Spawned: _Session._spawned,
+    p.Output: _Session._output,
+    p.Event: _Session._worker_event,
+    p.Listening: _Session._listening,
+    p.Exit: _Session._exit,
+    p.Fatal: _Session._fatal,
+    p.Done: _Session._done,
+    p.Stopped: _Session._done,
+}
 
 
 def _heartbeat_hint(*texts: str) -> str:

@@ -23,6 +23,13 @@ def short_device(name: str) -> str:
 
 
 def number(x) -> str:
+    """A scalar as short text: booleans and whole numbers exactly, others to 4 digits.
+
+    Example:
+        >>> from mirrorkit.report.tables import number
+        >>> number(3.0), number(2 / 3), number(True)
+        ('3', '0.6667', 'True')
+    """
     if isinstance(x, np.bool_ | bool):
         return str(bool(x))
     if isinstance(x, np.integer | int):

@@ -21,15 +21,15 @@ import sys
 import threading
 import time
 
-from mirrorkit import _procs
 from mirrorkit._stderr import is_log_noise
-from mirrorkit.scaleout import tf_configs
+from mirrorkit.cluster import _procs, protocol as p
+from mirrorkit.cluster.scaleout import tf_configs
 
 _write_lock = threading.Lock()
 
 
-def send(message: dict) -> None:
-    line = json.dumps(message) + "\n"
+def send(message: p.SupervisorMessage) -> None:
+    line = p.encode(message) + "\n"
     with _write_lock:
         try:
             sys.stdout.write(line)
@@ -39,7 +39,7 @@ def send(message: dict) -> None:
 
 
 class Supervisor:
-    def __init__(self, spec: dict) -> None:
+    def __init__(self, spec: p.LaunchSpec) -> None:
         self.spec = spec
         self.workers: dict[int, subprocess.Popen] = {}
         self.ready: set[int] = set()
@@ -48,55 +48,59 @@ class Supervisor:
         self.stopping = threading.Event()
         self.lock = threading.Lock()
 
-    def network(self) -> dict:
-        mode = self.spec["network"]
-        if mode == "private":
+    def network(self) -> tuple[str, str]:
+        """(mode, how it was made or why the network is shared)."""
+        if self.spec.network == "private":
             try:
-                from mirrorkit import _netns
+                from mirrorkit.cluster import _netns
 
-                how = _netns.enter_private_network()
-                return {"mode": "private", "how": how}
+                return "private", _netns.enter_private_network()
             except OSError as error:
-                return {"mode": "shared", "why": str(error)}
-        return {"mode": "shared", "why": "asked for network='shared'"}
+                return "shared", str(error)
+        return "shared", "asked for network='shared'"
 
     def start(self) -> None:
-        network = self.network()
-        host = self.spec["host"]
-        ports = _procs.free_ports(self.spec["num_workers"], host)
-        addresses = [f"{host}:{port}" for port in ports]
-        network.update(interfaces=_procs.interfaces(), addresses=addresses)
-        send({"type": "network", **network})
+        mode, note = self.network()
+        host = self.spec.host
+        ports = _procs.free_ports(self.spec.num_workers, host)
+        addresses = tuple(f"{host}:{port}" for port in ports)
+        send(p.Network(mode, note, addresses, tuple(_procs.interfaces())))
         configs = tf_configs(addresses)
-        for index in range(self.spec["num_workers"]):
-            if index in self.spec["absent"]:
+        for index in range(self.spec.num_workers):
+            if index in self.spec.absent:
                 continue
             self.workers[index] = self.spawn(index, configs[index])
 
     def spawn(self, index: int, tf_config: dict) -> subprocess.Popen:
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
-        env.update(self.spec["env"])
+        env.update(self.spec.env)
         env.update(
-            TF_CONFIG=json.dumps(tf_config),
-            MIRRORKIT_EVENT_FD=str(write_fd),
-            MIRRORKIT_SUPERVISOR_PID=str(os.getpid()),
-            PYTHONUNBUFFERED="1",
+            {
+                "TF_CONFIG": json.dumps(tf_config),
+                p.EVENT_FD: str(write_fd),
+                p.SUPERVISOR_PID: str(os.getpid()),
+                "PYTHONUNBUFFERED": "1",
+            }
         )
-        if self.spec["fault"] and self.spec["fault"]["worker"] == index:
-            env["MIRRORKIT_KILL_AT_STEP"] = str(self.spec["fault"]["step"])
         process = subprocess.Popen(
-            [sys.executable, "-m", "mirrorkit._worker_main", self.spec["run_dir"], str(index)],
+            [
+                sys.executable,
+                "-m",
+                "mirrorkit.cluster._worker_main",
+                self.spec.run_dir,
+                str(index),
+            ],
             stdin=subprocess.PIPE,  # closed when every worker has finished: time to leave
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             pass_fds=(write_fd,),
             env=env,
-            cwd=self.spec["cwd"],
+            cwd=self.spec.cwd,
         )
         os.close(write_fd)
         address = tf_config["cluster"]["worker"][index]
-        send({"type": "spawned", "worker": index, "pid": process.pid, "address": address})
+        send(p.Spawned(index, process.pid, address))
         pumps = [
             threading.Thread(target=self.pump_output, args=(index, process), daemon=True),
             threading.Thread(target=self.pump_events, args=(index, read_fd), daemon=True),
@@ -110,28 +114,23 @@ class Supervisor:
         for raw in iter(process.stdout.readline, b""):
             text = raw.decode("utf-8", errors="replace").rstrip("\n")
             if not is_log_noise(text):  # the workers' own output only, as in a notebook
-                send({"type": "output", "worker": index, "text": text})
+                send(p.Output(index, text))
 
     def pump_events(self, index: int, read_fd: int) -> None:
         with os.fdopen(read_fd, "rb") as stream:
-            for raw in stream:
-                try:
-                    event = json.loads(raw)
-                except json.JSONDecodeError:
-                    continue
-                event["worker"] = index
-                send({"type": "event", **event})
-                if event.get("kind") == "ready":
+            for event in p.read_events(stream, index):
+                send(p.Event(event))
+                if event.kind == "ready":
                     self.note_ready(index)
-                elif event.get("kind") == "finished":
+                elif event.kind == "finished":
                     self.note_finished(index)
 
     def note_ready(self, index: int) -> None:
         with self.lock:
             self.ready.add(index)
-            complete = len(self.ready) == self.spec["num_workers"]
+            complete = len(self.ready) == self.spec.num_workers
         if complete:  # what the workers listen on, seen from inside their namespace
-            send({"type": "listening", "sockets": _procs.listening_sockets()})
+            send(p.Listening(tuple(_procs.listening_sockets())))
 
     def note_finished(self, index: int) -> None:
         with self.lock:
@@ -144,7 +143,7 @@ class Supervisor:
 
     def watch_owner(self) -> None:
         for line in sys.stdin:
-            if line.strip() == "stop":
+            if line.strip() == p.STOP:
                 break
         self.stop()
 
@@ -153,15 +152,15 @@ class Supervisor:
         for process in self.workers.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + self.spec["grace_seconds"]
+        deadline = time.monotonic() + self.spec.grace_seconds
         for process in self.workers.values():
             try:
                 process.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 process.kill()
         for index, process in self.workers.items():
-            send({"type": "exit", "worker": index, "returncode": process.wait()})
-        send({"type": "stopped"})
+            send(p.Exit(index, process.wait()))
+        send(p.Stopped())
         os._exit(0)
 
     def wait(self) -> None:
@@ -173,21 +172,19 @@ class Supervisor:
                     del remaining[index]
                     for pump in self.pumps[index]:  # its last lines go out before its exit
                         pump.join(timeout=2.0)
-                    send({"type": "exit", "worker": index, "returncode": code})
+                    send(p.Exit(index, code))
             time.sleep(0.02)
-        send({"type": "done"})
+        send(p.Done())
 
 
-def main(spec_path: str, owner_pid: str) -> None:
+def main(run_dir: str, owner_pid: str) -> None:
     _procs.die_with_parent(int(owner_pid))
-    with open(spec_path) as handle:
-        spec = json.load(handle)
-    supervisor = Supervisor(spec)
+    supervisor = Supervisor(p.LaunchSpec.read(run_dir))
     signal.signal(signal.SIGTERM, lambda *_: supervisor.stop())
     try:
         supervisor.start()
     except Exception as error:  # report, then end: the owner raises it with context
-        send({"type": "fatal", "text": f"{type(error).__name__}: {error}"})
+        send(p.Fatal(f"{type(error).__name__}: {error}"))
         os._exit(2)
     threading.Thread(target=supervisor.watch_owner, daemon=True).start()
     supervisor.wait()

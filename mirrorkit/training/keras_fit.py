@@ -66,7 +66,7 @@ class FitReadyModel(keras.Model):
         """Keras's train step, with each log value as a one-element vector.
 
         Example:
-            >>> from mirrorkit.keras_fit import FitReadyModel
+            >>> from mirrorkit.training.keras_fit import FitReadyModel
             >>> FitReadyModel.train_step.__name__
             'train_step'
         """
@@ -76,7 +76,7 @@ class FitReadyModel(keras.Model):
         """Keras's test step, with each log value as a one-element vector.
 
         Example:
-            >>> from mirrorkit.keras_fit import FitReadyModel
+            >>> from mirrorkit.training.keras_fit import FitReadyModel
             >>> FitReadyModel.test_step.__name__
             'test_step'
         """

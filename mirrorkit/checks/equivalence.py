@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mirrorkit._format import html_table, number, summarize, text_table
+from mirrorkit.report.tables import html_table, number, summarize, text_table
 
 # Causes a mismatch is put down to (StepEquivalence.cause).
 RIGHT = "right"

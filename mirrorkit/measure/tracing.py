@@ -41,9 +41,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from mirrorkit import _profiler
-from mirrorkit._format import html_table, text_table
-from mirrorkit._units import format_percent, format_seconds
+from mirrorkit.measure import _profiler
+from mirrorkit.report.tables import html_table, text_table
+from mirrorkit.report.units import format_percent, format_seconds
 
 _PHASES = ("input_wait_s", "compute_s", "all_reduce_s")
 
@@ -61,7 +61,7 @@ class StepPhases:
         compute_s: ``step_s - all_reduce_s``.
 
     Example:
-        >>> from mirrorkit.tracing import StepPhases
+        >>> from mirrorkit.measure.tracing import StepPhases
         >>> phases = StepPhases(0, input_wait_s=0.001, step_s=0.010, all_reduce_s=0.002,
         ...                     compute_s=0.008)
         >>> phases.total_s
@@ -95,7 +95,7 @@ class StepTrace:
             (the profiled steps' own slowdown is in their ``step_s``).
 
     Example:
-        >>> from mirrorkit.tracing import StepPhases, StepTrace
+        >>> from mirrorkit.measure.tracing import StepPhases, StepTrace
         >>> trace = StepTrace((StepPhases(1, 0.001, 0.010, 0.002, 0.008),),
         ...                   (0.012, 0.010, 0.009), (0.001, 0.001, 0.001), 2,
         ...                   ("CollectiveReduceV2",))
@@ -224,7 +224,7 @@ class StepTracer:
 
     Example:
         >>> import tensorflow as tf
-        >>> from mirrorkit.tracing import StepTracer
+        >>> from mirrorkit.measure.tracing import StepTracer
         >>> strategy = tf.distribute.get_strategy()
         >>> weights = tf.Variable(tf.ones([4]))
         >>> tracer = StepTracer(strategy, profile_every=2, profile_from=1)

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mirrorkit._format import summarize
-from mirrorkit.equivalence import check_step_equivalence
-from mirrorkit.input_preview import preview_input
+from mirrorkit.checks.equivalence import check_step_equivalence
+from mirrorkit.checks.input_preview import preview_input
 from mirrorkit.inspection import MIRRORED, MIRRORED_VALUE, PER_REPLICA, SINGLE, inspect
+from mirrorkit.report.tables import summarize
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mirrorkit._format import html_table, number, text_table
+from mirrorkit.report.tables import html_table, number, text_table
 
 #: Policies :func:`run_loss_scale` accepts -> what each one does.
 MIXED_PRECISION_POLICIES: dict[str, str] = {

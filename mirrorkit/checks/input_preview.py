@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from mirrorkit._format import html_table, short_device, text_table
+from mirrorkit.report.tables import html_table, short_device, text_table
 
 #: Auto-shard policies (``tf.data.experimental.AutoShardPolicy``) -> what each one does.
 AUTO_SHARD_POLICIES: dict[str, str] = {

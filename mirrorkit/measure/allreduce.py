@@ -32,18 +32,18 @@ from pathlib import Path
 
 import numpy as np
 
-from mirrorkit._format import html_table, short_device, text_table
-from mirrorkit._units import (
+from mirrorkit.errors import AllReduceUnavailableError
+from mirrorkit.report.tables import html_table, short_device, text_table
+from mirrorkit.report.units import (
     format_percent,
     format_rate,
     format_seconds,
     format_size,
     parse_size,
 )
-from mirrorkit.errors import AllReduceUnavailableError
 from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS, make_strategy
 
-FORMAT = "mirrorkit.allreduce/1"  # the "format" field of the JSON files written here
+FORMAT = "mirrorkit.measure.allreduce/1"  # the "format" field of the JSON files written here
 DEFAULT_SIZES = (4 << 10, 1 << 20, 16 << 20)
 COPY_BYTES = 64 << 20  # larger than any CPU cache, so the copy runs at memory speed
 _FLOAT32 = 4
@@ -78,7 +78,7 @@ def bus_bandwidth(nbytes: int, seconds: float, replicas: int) -> tuple[float, fl
         ValueError: If ``nbytes`` or ``seconds`` is not positive, or ``replicas < 2``.
 
     Example:
-        >>> from mirrorkit.allreduce import bus_bandwidth
+        >>> from mirrorkit.measure.allreduce import bus_bandwidth
         >>> bus_bandwidth(1_000_000, 0.001, 4)  # 1 MB in 1 ms on 4 replicas
         (1000000000.0, 1500000000.0)
     """
@@ -109,7 +109,7 @@ def measure_copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = 5) -> float:
         ValueError: If ``nbytes`` is below 1 MiB or ``repeats`` below 1.
 
     Example:
-        >>> from mirrorkit.allreduce import measure_copy_bandwidth
+        >>> from mirrorkit.measure.allreduce import measure_copy_bandwidth
         >>> measure_copy_bandwidth(1 << 20, repeats=3) > 1e6  # more than 1 MB/s
         True
     """
@@ -139,7 +139,7 @@ def available_algorithms(devices: Sequence[str] | None = None) -> dict[str, str 
         ``{name: None or reason}`` for every name in ``ALL_REDUCE_ALGORITHMS``.
 
     Example:
-        >>> from mirrorkit.allreduce import available_algorithms
+        >>> from mirrorkit.measure.allreduce import available_algorithms
         >>> found = available_algorithms()
         >>> found["collective"] is None
         True
@@ -177,7 +177,7 @@ class AllReduceRecord:
         fraction_of_copy_bw: ``busbw`` divided by the machine's memory-copy bandwidth.
 
     Example:
-        >>> from mirrorkit.allreduce import AllReduceRecord
+        >>> from mirrorkit.measure.allreduce import AllReduceRecord
         >>> record = AllReduceRecord("collective", 2, 4096, 1e-3, 1e-4, 9e-4, 2e-3, 5,
         ...                          4.096e6, 4.096e6, 0.001)
         >>> record.busbw == record.algbw  # 2 * (2 - 1) / 2 == 1
@@ -214,7 +214,7 @@ class AllReduceBenchmark:
         settings: How it was measured (``warmup``, ``repeats``, ``copy_bytes``).
 
     Example:
-        >>> from mirrorkit.allreduce import AllReduceBenchmark, AllReduceRecord
+        >>> from mirrorkit.measure.allreduce import AllReduceBenchmark, AllReduceRecord
         >>> record = AllReduceRecord("collective", 2, 4096, 1e-3, 1e-4, 9e-4, 2e-3, 5,
         ...                          4.096e6, 4.096e6, 4.096e-4)
         >>> result = AllReduceBenchmark((record,), {"nccl": "no GPU"}, 1e10)
@@ -409,7 +409,7 @@ def benchmark_all_reduce(
         warmup: Untimed calls first, at least 1 (the first call traces the function).
         copy_bytes: Bytes per copy when measuring the memory-copy bandwidth.
         progress: Called as ``progress(done, total, label)`` before and after each
-            measurement (``mirrorkit.bench`` draws its progress bar with it).
+            measurement (``mirrorkit.measure`` draws its progress bar with it).
 
     Returns:
         An :class:`AllReduceBenchmark`.
@@ -422,7 +422,7 @@ def benchmark_all_reduce(
         TypeError: If ``algorithms`` is neither a strategy nor names.
 
     Example:
-        >>> from mirrorkit.allreduce import benchmark_all_reduce
+        >>> from mirrorkit.measure.allreduce import benchmark_all_reduce
         >>> benchmark_all_reduce("collective", replicas=[1])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -510,7 +510,7 @@ def record_from_times(
         An :class:`AllReduceRecord`.
 
     Example:
-        >>> from mirrorkit.allreduce import record_from_times
+        >>> from mirrorkit.measure.allreduce import record_from_times
         >>> r = record_from_times("one_device", 4, 8_000_000, [0.004, 0.002, 0.003], 1e10)
         >>> r.median_s, r.algbw, r.busbw, r.fraction_of_copy_bw
         (0.003, 2666666666.6666665, 4000000000.0, 0.4)

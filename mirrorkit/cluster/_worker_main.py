@@ -1,12 +1,12 @@
 """One worker process of a LocalCluster run: join the cluster, run the payload, hand back a result.
 
-Started by the supervisor as ``python -m mirrorkit._worker_main RUN_DIR INDEX`` with
-TF_CONFIG, MIRRORKIT_EVENT_FD and MIRRORKIT_SUPERVISOR_PID set.
+Started by the supervisor as ``python -m mirrorkit.cluster._worker_main RUN_DIR INDEX`` with
+TF_CONFIG and the variables :data:`~mirrorkit.cluster.protocol.EVENT_FD` and
+:data:`~mirrorkit.cluster.protocol.SUPERVISOR_PID` set.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -16,58 +16,63 @@ from pathlib import Path
 
 
 def main(run_dir: str, index: str) -> None:
-    from mirrorkit import _procs
+    from mirrorkit.cluster import _procs, protocol as p
 
-    _procs.die_with_parent(int(os.environ["MIRRORKIT_SUPERVISOR_PID"]))
-    run = Path(run_dir)
-    spec = json.loads((run / "spec.json").read_text())
-    from mirrorkit import worker
+    _procs.die_with_parent(int(os.environ[p.SUPERVISOR_PID]))
+    run, worker = Path(run_dir), int(index)
+    spec = p.LaunchSpec.read(run)
+    from mirrorkit.cluster.events import WorkerEvent
+    from mirrorkit.cluster.worker import WorkerContext, run_target
 
-    channel = worker._EventChannel(int(os.environ.pop("MIRRORKIT_EVENT_FD")))
+    channel = p.EventChannel.from_environment()
     code = 0
     try:
         import mirrorkit as mk
 
-        mk.make_reproducible(spec["seed"])
-        if spec.get("logical_devices"):
+        mk.make_reproducible(spec.seed)
+        if spec.logical_devices:
             # Configure only: listing devices would start the runtime, and collective ops
             # must be configured (by the strategy) before it starts.
             import tensorflow as tf
 
             cpu = tf.config.list_physical_devices("CPU")[0]
             tf.config.set_logical_device_configuration(
-                cpu, [tf.config.LogicalDeviceConfiguration()] * spec["logical_devices"]
+                cpu, [tf.config.LogicalDeviceConfiguration()] * spec.logical_devices
             )
         started = time.perf_counter()
-        context = worker.WorkerContext.from_environment(timeout_seconds=spec["collective_timeout"])
-        context._channel = channel
+        context = WorkerContext.from_environment(
+            timeout_seconds=spec.collective_timeout, events=channel, fault=spec.fault_for(worker)
+        )
         # Joining installs TensorFlow's preemption notifier on SIGTERM, which leaves a worker
         # blocked in a collective running; the launcher's stop must end it at once.
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         channel.send(
-            kind="ready",
-            devices=list(context.strategy.extended.worker_devices),
-            text=f"joined in {time.perf_counter() - started:.2f} s",
+            WorkerEvent(
+                worker,
+                "ready",
+                devices=tuple(context.strategy.extended.worker_devices),
+                text=f"joined in {time.perf_counter() - started:.2f} s",
+            )
         )
-        worker._set_current(context)
         import cloudpickle
 
-        payload = cloudpickle.loads((run / "payload.pkl").read_bytes())
-        if payload["kind"] == "function":
-            result = payload["function"](context, *payload["args"], **payload["kwargs"])
-        else:
-            sys.argv = [payload["path"], *payload["args"]]
-            result = worker.run_target(payload["path"], context)
-        partial = run / f"result-{index}.pkl.partial"
+        payload = cloudpickle.loads((run / p.PAYLOAD_FILE).read_bytes())
+        with context.as_current():
+            if payload["kind"] == "function":
+                result = payload["function"](context, *payload["args"], **payload["kwargs"])
+            else:
+                sys.argv = [payload["path"], *payload["args"]]
+                result = run_target(payload["path"], context)
+        partial = run / f"{p.result_file(worker)}.partial"
         partial.write_bytes(cloudpickle.dumps(result))
-        partial.rename(run / f"result-{index}.pkl")
+        partial.rename(run / p.result_file(worker))
         sys.stdout.flush()
-        channel.send(kind="finished")
+        channel.send(WorkerEvent(worker, "finished"))
     except BaseException as error:  # noqa: BLE001 - every failure is reported, then we exit
         traceback.print_exc(file=sys.stdout)
         sys.stdout.flush()
         summary = _one_line(error)
-        channel.send(kind="failed", text=summary)
+        channel.send(WorkerEvent(worker, "failed", text=summary))
         code = 1
     # Leave only when the supervisor says so (it closes our stdin once every worker has
     # finished): a chief that left early would take the coordination service with it.

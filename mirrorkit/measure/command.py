@@ -1,6 +1,6 @@
-"""Command line all-reduce benchmark: ``python -m mirrorkit.bench --replicas 2 4 ...``.
+"""Command line all-reduce benchmark: ``python -m mirrorkit.measure --replicas 2 4 ...``.
 
-Runs :func:`mirrorkit.allreduce.benchmark_all_reduce` in a fresh process: it splits
+Runs :func:`mirrorkit.measure.allreduce.benchmark_all_reduce` in a fresh process: it splits
 the CPU into ``max(--replicas)`` simulated replicas (or uses that many GPUs where
 there are some) before TensorFlow starts, shows a plain-text progress bar on
 stderr, prints the results table on stdout and writes them as JSON (``--out``)
@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 
-from mirrorkit._units import parse_size
+from mirrorkit.report.units import parse_size
 from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS
 
 _BAR = 30
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         0 on success. Argument errors exit with status 2 and a message (argparse).
 
     Example:
-        >>> from mirrorkit.bench import main
+        >>> from mirrorkit.measure.command import main
         >>> main(["--help"])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
 
-    from mirrorkit.allreduce import benchmark_all_reduce
+    from mirrorkit.measure.allreduce import benchmark_all_reduce
 
     if max(args.replicas) > len(devices):
         _parser().error(
@@ -116,7 +116,7 @@ def _positive(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m mirrorkit.bench",
+        prog="python -m mirrorkit.measure",
         description=(
             "Time tf.distribute's all-reduce algorithms across replica counts and sizes "
             "(float32 SUM), with nccl-tests' algbw and busbw and this machine's "
@@ -175,7 +175,3 @@ class _ProgressBar:
         if self.live and self.last:
             self.stream.write("\n")
             self.stream.flush()
-
-
-if __name__ == "__main__":  # pragma: no cover - exercised in a subprocess by the tests
-    sys.exit(main())

@@ -1,0 +1,93 @@
+"""The public names of :mod:`mirrorkit`, each listed once: the package loads them lazily from here.
+
+Each import names its public name twice (``X as X``), the way a stub marks a re-export
+(PEP 484); ``lazy_loader.attach_stub`` reads the same lines at run time.
+"""
+
+from .checks.equivalence import (
+    StepEquivalence as StepEquivalence,
+    WeightGradient as WeightGradient,
+    check_step_equivalence as check_step_equivalence,
+)
+from .checks.input_preview import (
+    AUTO_SHARD_POLICIES as AUTO_SHARD_POLICIES,
+    InputPreview as InputPreview,
+    ReplicaBatch as ReplicaBatch,
+    preview_input as preview_input,
+)
+from .checks.verdicts import (
+    CheckResult as CheckResult,
+    check_all_reduced as check_all_reduced,
+    check_input_pipeline as check_input_pipeline,
+    check_loss_step as check_loss_step,
+    check_mirrored as check_mirrored,
+    check_per_replica as check_per_replica,
+)
+from .cluster.events import (
+    EVENT_KINDS as EVENT_KINDS,
+    WORKER_STATES as WORKER_STATES,
+    ClusterStatus as ClusterStatus,
+    WorkerEvent as WorkerEvent,
+    WorkerStatus as WorkerStatus,
+)
+from .cluster.launcher import (
+    NETWORKS as NETWORKS,
+    ClusterRun as ClusterRun,
+    LocalCluster as LocalCluster,
+)
+from .cluster.protocol import KillWorker as KillWorker
+from .cluster.worker import (
+    WorkerContext as WorkerContext,
+    current_context as current_context,
+)
+from .devices import (
+    ReplicaPlan as ReplicaPlan,
+    plan_replicas as plan_replicas,
+    replica_devices as replica_devices,
+    simulate_replicas as simulate_replicas,
+)
+from .errors import (
+    AllReduceUnavailableError as AllReduceUnavailableError,
+    ClusterError as ClusterError,
+    ClusterSecurityWarning as ClusterSecurityWarning,
+    ClusterStartError as ClusterStartError,
+    ClusterTimeoutError as ClusterTimeoutError,
+    ReplicaSetupError as ReplicaSetupError,
+    WorkerFailedError as WorkerFailedError,
+)
+from .inspection import (
+    ReplicaRow as ReplicaRow,
+    ReplicaTable as ReplicaTable,
+    inspect as inspect,
+)
+from .measure.allreduce import (
+    AllReduceBenchmark as AllReduceBenchmark,
+    AllReduceRecord as AllReduceRecord,
+    available_algorithms as available_algorithms,
+    benchmark_all_reduce as benchmark_all_reduce,
+    bus_bandwidth as bus_bandwidth,
+    measure_copy_bandwidth as measure_copy_bandwidth,
+)
+from .measure.tracing import (
+    StepPhases as StepPhases,
+    StepTrace as StepTrace,
+    StepTracer as StepTracer,
+)
+from .reproducibility import (
+    make_reproducible as make_reproducible,
+)
+from .strategy import (
+    ALL_REDUCE_ALGORITHMS as ALL_REDUCE_ALGORITHMS,
+    make_strategy as make_strategy,
+)
+from .training.keras_fit import (
+    FitReadyModel as FitReadyModel,
+    fit_ready as fit_ready,
+)
+from .training.mixed_precision import (
+    MIXED_PRECISION_POLICIES as MIXED_PRECISION_POLICIES,
+    LossScaleHistory as LossScaleHistory,
+    LossScaleStep as LossScaleStep,
+    mixed_precision_policy as mixed_precision_policy,
+    run_loss_scale as run_loss_scale,
+)

@@ -1,0 +1,346 @@
+"""What the launcher, its supervisor and the workers say to each other, as typed messages.
+
+A :class:`~mirrorkit.LocalCluster` run has three kinds of process, and four channels:
+
+* owner (the notebook's ``LocalCluster``) to supervisor and workers: a :class:`LaunchSpec`,
+  written as ``spec.json`` in the run's folder (:data:`SPEC_FILE`), with the payload next to
+  it (:data:`PAYLOAD_FILE`);
+* supervisor to owner: one :data:`SupervisorMessage` per JSON line on its stdout
+  (:func:`encode`, :func:`decode`);
+* worker to supervisor: one :class:`~mirrorkit.WorkerEvent` per JSON line on the file
+  descriptor named by :data:`EVENT_FD` (:class:`EventChannel`);
+* owner to supervisor: the line :data:`STOP` on its stdin, or the end of that pipe.
+
+Each message is a frozen dataclass that declares its ``type`` on the wire; one table,
+:data:`MESSAGES`, maps those names back to classes.
+
+Example:
+    >>> from mirrorkit.cluster.protocol import Exit, decode, encode
+    >>> encode(Exit(worker=1, returncode=-9))
+    '{"type": "exit", "worker": 1, "returncode": -9}'
+    >>> decode(encode(Exit(worker=1, returncode=-9)))
+    Exit(worker=1, returncode=-9)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mirrorkit.cluster.events import WorkerEvent
+
+#: The environment variable holding the file descriptor a worker writes its events to.
+EVENT_FD = "MIRRORKIT_EVENT_FD"
+#: The environment variable holding the supervisor's process id (workers die with it).
+SUPERVISOR_PID = "MIRRORKIT_SUPERVISOR_PID"
+#: The launch spec's file name in the run's folder.
+SPEC_FILE = "spec.json"
+#: The pickled function or script the workers run, in the run's folder.
+PAYLOAD_FILE = "payload.pkl"
+#: What the owner writes on the supervisor's stdin to end the run early.
+STOP = "stop"
+
+
+def result_file(worker: int) -> str:
+    """The file in the run's folder where ``worker`` leaves its pickled return value.
+
+    Example:
+        >>> from mirrorkit.cluster.protocol import result_file
+        >>> result_file(1)
+        'result-1.pkl'
+    """
+    return f"result-{worker}.pkl"
+
+
+@dataclass(frozen=True)
+class KillWorker:
+    """Fault injection: SIGKILL one worker right after it reports a chosen step.
+
+    The worker's :meth:`mirrorkit.WorkerContext.report` call for that step kills
+    the process, as a power cut or an out-of-memory kill would.
+
+    Attributes:
+        worker: Task index of the worker to kill.
+        at_step: The step after which it dies (1 is the first step).
+
+    Example:
+        >>> from mirrorkit import KillWorker
+        >>> KillWorker(worker=1, at_step=3)
+        KillWorker(worker=1, at_step=3)
+    """
+
+    worker: int
+    at_step: int
+
+    def __post_init__(self) -> None:
+        for name in ("worker", "at_step"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"KillWorker.{name} must be an int, got {value!r}.")
+        if self.worker < 0 or self.at_step < 1:
+            raise ValueError(
+                f"KillWorker needs worker >= 0 and at_step >= 1, got worker={self.worker}, "
+                f"at_step={self.at_step}."
+            )
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything the supervisor and the workers of one run need to know, from the owner.
+
+    Attributes:
+        num_workers: Workers in the cluster.
+        network: ``"private"`` or ``"shared"`` (see :data:`mirrorkit.NETWORKS`).
+        host: The address the workers listen on.
+        run_dir: The run's folder (spec, payload, results).
+        cwd: The workers' working directory.
+        seed: Passed to :func:`mirrorkit.make_reproducible` on every worker.
+        collective_timeout: Seconds each collective may take, or ``None``.
+        grace_seconds: How long a stopped worker gets before SIGKILL.
+        env: Environment variables every worker gets on top of the supervisor's.
+        absent: Workers deliberately never started.
+        fault: The worker to kill, and after which step, or ``None``.
+        logical_devices: CPU devices per worker, or ``None`` for TensorFlow's default.
+
+    Example:
+        >>> from mirrorkit.cluster.protocol import KillWorker, LaunchSpec
+        >>> spec = LaunchSpec(num_workers=2, network="private", host="127.0.0.1",
+        ...                   run_dir="/tmp/run", cwd="/tmp", seed=0, collective_timeout=None,
+        ...                   grace_seconds=2.0, env={}, fault=KillWorker(1, at_step=3))
+        >>> LaunchSpec.from_json(spec.to_json()) == spec
+        True
+    """
+
+    num_workers: int
+    network: str
+    host: str
+    run_dir: str
+    cwd: str
+    seed: int
+    collective_timeout: float | None
+    grace_seconds: float
+    env: dict[str, str]
+    absent: tuple[int, ...] = ()
+    fault: KillWorker | None = None
+    logical_devices: int | None = None
+
+    def to_json(self) -> str:
+        """The spec as one JSON document (what :data:`SPEC_FILE` holds)."""
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> LaunchSpec:
+        """Read a spec back from :meth:`to_json`'s text."""
+        data = json.loads(text)
+        fault = data.pop("fault")
+        return cls(
+            **{**data, "absent": tuple(data["absent"])},
+            fault=None if fault is None else KillWorker(**fault),
+        )
+
+    def write(self) -> None:
+        """Save the spec in its run's folder."""
+        (Path(self.run_dir) / SPEC_FILE).write_text(self.to_json())
+
+    @classmethod
+    def read(cls, run_dir: str | os.PathLike) -> LaunchSpec:
+        """Load the spec saved in ``run_dir``."""
+        return cls.from_json((Path(run_dir) / SPEC_FILE).read_text())
+
+    def fault_for(self, worker: int) -> KillWorker | None:
+        """The fault to inject into ``worker``, if it is the one chosen.
+
+        Example:
+            >>> from mirrorkit.cluster.protocol import KillWorker, LaunchSpec
+            >>> spec = LaunchSpec(2, "private", "127.0.0.1", "/tmp/run", "/tmp", 0, None, 2.0,
+            ...                   {}, fault=KillWorker(1, at_step=3))
+            >>> spec.fault_for(0), spec.fault_for(1)
+            (None, KillWorker(worker=1, at_step=3))
+        """
+        return self.fault if self.fault is not None and self.fault.worker == worker else None
+
+
+# -- the supervisor's messages to the owner ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Network:
+    """The network the workers got: ``"private"`` (and how) or ``"shared"`` (and why)."""
+
+    type: ClassVar[str] = "network"
+    mode: str
+    note: str
+    addresses: tuple[str, ...]
+    interfaces: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Spawned:
+    """A worker process was started."""
+
+    type: ClassVar[str] = "spawned"
+    worker: int
+    pid: int
+    address: str
+
+
+@dataclass(frozen=True)
+class Output:
+    """One line a worker printed."""
+
+    type: ClassVar[str] = "output"
+    worker: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """An event a worker reported on its event channel."""
+
+    type: ClassVar[str] = "event"
+    event: WorkerEvent
+
+
+@dataclass(frozen=True)
+class Listening:
+    """The listening sockets seen from the workers' network once all of them joined."""
+
+    type: ClassVar[str] = "listening"
+    sockets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Exit:
+    """A worker process ended with ``returncode`` (negative: killed by that signal)."""
+
+    type: ClassVar[str] = "exit"
+    worker: int
+    returncode: int
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """The supervisor stopped every worker, as the owner asked, and is leaving."""
+
+    type: ClassVar[str] = "stopped"
+
+
+@dataclass(frozen=True)
+class Done:
+    """Every worker ended on its own."""
+
+    type: ClassVar[str] = "done"
+
+
+@dataclass(frozen=True)
+class Fatal:
+    """The supervisor could not set the run up (the text says why)."""
+
+    type: ClassVar[str] = "fatal"
+    text: str
+
+
+SupervisorMessage = Network | Spawned | Output | Event | Listening | Exit | Stopped | Done | Fatal
+
+#: Wire name -> message class: the one table both ends use.
+MESSAGES: dict[str, type] = {
+    cls.type: cls
+    for cls in (Network, Spawned, Output, Event, Listening, Exit, Stopped, Done, Fatal)
+}
+
+
+def encode(message: SupervisorMessage) -> str:
+    """One message as a JSON line (without its newline).
+
+    Example:
+        >>> from mirrorkit.cluster.protocol import Output, encode
+        >>> encode(Output(worker=0, text="step 1"))
+        '{"type": "output", "worker": 0, "text": "step 1"}'
+    """
+    fields = {f.name: getattr(message, f.name) for f in dataclasses.fields(message)}
+    if isinstance(message, Event):
+        fields["event"] = message.event.to_json()
+    return json.dumps({"type": message.type, **fields})
+
+
+def decode(line: str) -> SupervisorMessage:
+    """Read one message back from :func:`encode`'s line.
+
+    Raises:
+        ValueError: If the line is not JSON or names no known message type.
+
+    Example:
+        >>> from mirrorkit.cluster.protocol import decode
+        >>> decode('{"type": "listening", "sockets": ["127.0.0.1:4000"]}')
+        Listening(sockets=('127.0.0.1:4000',))
+        >>> decode('{"type": "hello"}')
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown message type 'hello' from the supervisor
+    """
+    data = json.loads(line)
+    kind = data.pop("type", None)
+    cls = MESSAGES.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown message type {kind!r} from the supervisor")
+    if cls is Event:
+        return Event(WorkerEvent.from_json(data["event"]))
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+class EventChannel:
+    """A worker's events to its supervisor, as JSON lines on an inherited file descriptor.
+
+    Without a descriptor (a worker started by a real cluster's scheduler) it sends nothing.
+
+    Args:
+        fd: The descriptor :data:`EVENT_FD` names, or ``None``.
+
+    Example:
+        >>> from mirrorkit import WorkerEvent
+        >>> from mirrorkit.cluster.protocol import EventChannel
+        >>> EventChannel(None).send(WorkerEvent(0, "step", step=1))  # goes nowhere
+    """
+
+    def __init__(self, fd: int | None) -> None:
+        self._stream = os.fdopen(fd, "w", buffering=1) if fd is not None else None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_environment(cls) -> EventChannel:
+        """The channel :data:`EVENT_FD` names (and removes from the environment), if any."""
+        fd = os.environ.pop(EVENT_FD, None)
+        return cls(int(fd) if fd else None)
+
+    def send(self, event: WorkerEvent) -> None:
+        """Send one event (thread-safe)."""
+        if self._stream is None:
+            return
+        with self._lock:
+            self._stream.write(json.dumps(event.to_json()) + "\n")
+            self._stream.flush()
+
+
+def read_events(stream: Any, worker: int):
+    """Yield the :class:`~mirrorkit.WorkerEvent` lines a worker sent, stamped with its index.
+
+    A line that is not an event (the worker wrote garbage to the descriptor) is skipped.
+
+    Example:
+        >>> import io
+        >>> from mirrorkit.cluster.protocol import read_events
+        >>> lines = io.BytesIO(b'{"worker": 0, "kind": "finished"}' + bytes([10]) + b"not json")
+        >>> [(e.worker, e.kind) for e in read_events(lines, worker=3)]
+        [(3, 'finished')]
+    """
+    for raw in stream:
+        try:
+            data = json.loads(raw)
+            yield WorkerEvent.from_json({**data, "worker": worker})
+        except (ValueError, KeyError, TypeError):
+            continue

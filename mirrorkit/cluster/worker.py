@@ -1,0 +1,329 @@
+"""What a training function sees on each worker, under the local launcher or a real cluster.
+
+A function written for :class:`mirrorkit.LocalCluster` takes one argument, a
+:class:`WorkerContext`: the worker's ``MultiWorkerMirroredStrategy``, its task index,
+whether it is the chief, and :meth:`WorkerContext.report` to send progress to the
+notebook. The same function runs unchanged on a real cluster with::
+
+    python -m mirrorkit.worker train.py:train                  # TF_CONFIG set by you or Kubernetes
+    python -m mirrorkit.worker train.py:train --resolver slurm  # inside `srun`
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import runpy
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from mirrorkit.cluster.events import WorkerEvent
+from mirrorkit.cluster.protocol import EventChannel, KillWorker
+
+_current: WorkerContext | None = None
+
+
+class WorkerContext:
+    """One worker's view of the cluster: strategy, identity, progress reporting.
+
+    Build it with :meth:`from_environment` (the launcher and ``python -m mirrorkit.worker``
+    do that for you); inside a function run by the launcher, :func:`current_context`
+    returns it too.
+
+    Attributes:
+        strategy: The worker's ``tf.distribute.MultiWorkerMirroredStrategy``.
+        task_type: ``"worker"`` (or ``"chief"`` on clusters that name one).
+        task_id: This worker's index within its task type.
+        num_workers: How many workers (chief included) the cluster has.
+        tf_config: The cluster as TF_CONFIG describes it (a dict).
+
+    Example:
+        >>> from mirrorkit import WorkerContext
+        >>> WorkerContext.is_chief.__doc__.split(".")[0]
+        'Whether this worker does the chief duties (saving, logging)'
+    """
+
+    def __init__(
+        self,
+        strategy: Any,
+        *,
+        task_type: str,
+        task_id: int,
+        num_workers: int,
+        tf_config: dict,
+        events: EventChannel | None = None,
+        fault: KillWorker | None = None,
+    ) -> None:
+        self.strategy = strategy
+        self.task_type = task_type
+        self.task_id = task_id
+        self.num_workers = num_workers
+        self.tf_config = tf_config
+        self._events = events or EventChannel(None)
+        self._fault = fault
+
+    @classmethod
+    def from_environment(
+        cls,
+        resolver: str = "tf_config",
+        *,
+        timeout_seconds: float | None = None,
+        port: int | None = None,
+        events: EventChannel | None = None,
+        fault: KillWorker | None = None,
+    ) -> WorkerContext:
+        """Join the cluster this process belongs to and make its strategy.
+
+        This call blocks until every worker of the cluster has joined: TensorFlow
+        sets no bound on that wait, so a launcher must set one (LocalCluster does).
+
+        Args:
+            resolver: ``"tf_config"`` (read the TF_CONFIG environment variable) or
+                ``"slurm"`` (the job step's Slurm variables, read by
+                :func:`mirrorkit.cluster.scaleout.slurm_tf_config`, inside ``srun``).
+            timeout_seconds: Passed to ``CommunicationOptions`` for each collective.
+            port: With ``resolver="slurm"``, the port every worker listens on.
+            events: Where :meth:`report` sends progress (the local launcher's channel);
+                ``None`` sends nothing.
+            fault: The local launcher's fault injection, for the worker it targets.
+
+        Returns:
+            The context, with a ready ``MultiWorkerMirroredStrategy``.
+
+        Raises:
+            ValueError: If ``resolver`` is unknown or TF_CONFIG is missing.
+
+        Example:
+            >>> from mirrorkit import WorkerContext
+            >>> WorkerContext.from_environment("mpi")
+            Traceback (most recent call last):
+            ...
+            ValueError: resolver must be 'tf_config' or 'slurm', got 'mpi'.
+        """
+        if resolver not in ("tf_config", "slurm"):
+            raise ValueError(f"resolver must be 'tf_config' or 'slurm', got {resolver!r}.")
+        if resolver == "tf_config" and not os.environ.get("TF_CONFIG"):
+            raise ValueError(
+                "TF_CONFIG is not set: export it on every worker "
+                "(mirrorkit.cluster.scaleout.tf_configs writes it for a list of hosts) "
+                "or use resolver='slurm' inside srun."
+            )
+        if resolver == "slurm":
+            # mirrorkit.cluster.scaleout reads Slurm's variables itself: TensorFlow's resolver sorts
+            # node names as strings (node10 before node9) and runs nvidia-smi on CPU nodes.
+            from mirrorkit.cluster.scaleout import slurm_tf_config
+
+            os.environ["TF_CONFIG"] = json.dumps(slurm_tf_config(port=port))
+        import tensorflow as tf
+
+        cluster_resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+        options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=timeout_seconds)
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(
+            cluster_resolver=cluster_resolver, communication_options=options
+        )
+        spec = cluster_resolver.cluster_spec().as_dict()
+        num_workers = sum(len(spec.get(job, [])) for job in ("chief", "worker"))
+        return cls(
+            strategy,
+            task_type=cluster_resolver.task_type,
+            task_id=int(cluster_resolver.task_id),
+            num_workers=num_workers,
+            tf_config={
+                "cluster": spec,
+                "task": {"type": cluster_resolver.task_type, "index": cluster_resolver.task_id},
+            },
+            events=events,
+            fault=fault,
+        )
+
+    @property
+    def is_chief(self) -> bool:
+        """Whether this worker does the chief duties (saving, logging).
+
+        The chief is task ``chief`` if the cluster has one, else worker 0.
+
+        Example:
+            >>> from mirrorkit import WorkerContext
+            >>> ctx = WorkerContext(None, task_type="worker", task_id=0, num_workers=2,
+            ...                     tf_config={"cluster": {"worker": ["a:1", "b:1"]}})
+            >>> ctx.is_chief
+            True
+        """
+        if self.task_type == "chief":
+            return True
+        return (
+            self.task_type == "worker"
+            and self.task_id == 0
+            and ("chief" not in self.tf_config.get("cluster", {}))
+        )
+
+    def report(self, step: int, **metrics: float) -> None:
+        """Send progress to the notebook: the step just finished and numbers such as the loss.
+
+        Outside the launcher it does nothing, so training code can always call it.
+        Under the launcher's fault injection, the chosen worker is killed (SIGKILL)
+        when it reports the chosen step.
+
+        Args:
+            step: The global step just finished (1 for the first).
+            **metrics: Numbers (Python floats, NumPy or TensorFlow scalars).
+
+        Example:
+            >>> from mirrorkit import WorkerContext
+            >>> ctx = WorkerContext(None, task_type="worker", task_id=1, num_workers=2,
+            ...                     tf_config={})
+            >>> ctx.report(3, loss=0.25)  # no launcher here: nothing is sent
+        """
+        values = {name: float(value) for name, value in metrics.items()}
+        self._events.send(WorkerEvent(self.task_id, "step", step=int(step), metrics=values))
+        if self._fault is not None and int(step) >= self._fault.at_step:
+            print(
+                f"mirrorkit: fault injection kills this worker after step {int(step)}", flush=True
+            )
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def write_dir(self, base: str | os.PathLike) -> str:
+        """Where this worker saves: ``base`` on the chief, a private folder inside it elsewhere.
+
+        Every worker must take part in saving a distributed model (saving runs
+        collective ops), but only the chief's copy is kept; the others write to
+        ``base/.worker-N``, which nothing reads.
+
+        Args:
+            base: The folder the chief writes to.
+
+        Returns:
+            The folder for this worker (created if missing).
+
+        Example:
+            >>> import tempfile
+            >>> from mirrorkit import WorkerContext
+            >>> base = tempfile.mkdtemp()
+            >>> ctx = WorkerContext(None, task_type="worker", task_id=1, num_workers=2,
+            ...                     tf_config={})
+            >>> ctx.write_dir(base).endswith(".worker-1")
+            True
+        """
+        path = Path(base) if self.is_chief else Path(base) / f".worker-{self.task_id}"
+        path.mkdir(parents=True, exist_ok=True)
+        return str(path)
+
+    def keras_callback(self):
+        """A Keras callback that reports each training batch's loss with :meth:`report`.
+
+        The step is the optimizer's iteration count, so it keeps counting across a
+        resumed run.
+
+        Returns:
+            A ``keras.callbacks.Callback``.
+
+        Example:
+            >>> from mirrorkit import WorkerContext
+            >>> ctx = WorkerContext(None, task_type="worker", task_id=0, num_workers=1,
+            ...                     tf_config={})
+            >>> type(ctx.keras_callback()).__name__
+            'ReportCallback'
+        """
+        import keras
+        import numpy as np
+
+        context = self
+
+        class ReportCallback(keras.callbacks.Callback):
+            def on_train_batch_end(self, batch, logs=None):
+                step = int(self.model.optimizer.iterations.numpy())
+                loss = (logs or {}).get("loss")
+                metrics = {} if loss is None else {"loss": float(np.ravel(loss)[0])}
+                context.report(step, **metrics)
+
+        return ReportCallback()
+
+    @contextlib.contextmanager
+    def as_current(self) -> Iterator[WorkerContext]:
+        """Make this the context :func:`current_context` returns, inside a ``with`` block.
+
+        The launcher and ``python -m mirrorkit.worker`` run your code inside one.
+
+        Example:
+            >>> from mirrorkit import WorkerContext, current_context
+            >>> ctx = WorkerContext(None, task_type="worker", task_id=0, num_workers=1,
+            ...                     tf_config={})
+            >>> with ctx.as_current():
+            ...     current_context() is ctx
+            True
+        """
+        global _current
+        before, _current = _current, self
+        try:
+            yield self
+        finally:
+            _current = before
+
+
+def current_context() -> WorkerContext:
+    """The context of the worker this code runs on (inside a launcher-run function or script).
+
+    Returns:
+        The worker's :class:`WorkerContext`.
+
+    Raises:
+        RuntimeError: Outside a worker started by the launcher or ``python -m mirrorkit.worker``.
+
+    Example:
+        >>> from mirrorkit import current_context
+        >>> current_context()
+        Traceback (most recent call last):
+        ...
+        RuntimeError: not on a worker: current_context() works in code run by mirrorkit.LocalCluster or `python -m mirrorkit.worker`.
+    """  # noqa: E501
+    if _current is None:
+        raise RuntimeError(
+            "not on a worker: current_context() works in code run by mirrorkit.LocalCluster "
+            "or `python -m mirrorkit.worker`."
+        )
+    return _current
+
+
+def run_target(target: str, context: WorkerContext) -> Any:
+    """Run ``path.py:function`` (called with the context) or ``path.py`` (as a script).
+
+    Example:
+        >>> from mirrorkit.cluster.worker import run_target
+        >>> run_target("missing.py:train", None)
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: no such training file: missing.py (target 'missing.py:train')
+    """
+    path, _, function = target.partition(":")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no such training file: {path} (target {target!r})")
+    if not function:
+        runpy.run_path(path, run_name="__main__")
+        return None
+    namespace = runpy.run_path(path, run_name="__mirrorkit_worker__")
+    if function not in namespace:
+        raise AttributeError(f"{path} defines no function {function!r}")
+    return namespace[function](context)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mirrorkit.worker FILE[:FUNCTION] [--resolver slurm]`` on each node."""
+    parser = argparse.ArgumentParser(prog="python -m mirrorkit.worker", description=main.__doc__)
+    parser.add_argument("target", help="train.py:train (called with a WorkerContext) or train.py")
+    parser.add_argument("--resolver", choices=("tf_config", "slurm"), default="tf_config")
+    parser.add_argument("--port", type=int, default=None, help="with --resolver slurm")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    import mirrorkit as mk
+
+    mk.make_reproducible(args.seed)
+    context = WorkerContext.from_environment(args.resolver, port=args.port)
+    with context.as_current():
+        run_target(args.target, context)
+    return 0

@@ -1,0 +1,8 @@
+"""Small training loops, each showing one mechanism at work.
+
+* :mod:`~mirrorkit.training.mixed_precision`: dynamic loss scaling under a strategy.
+* :mod:`~mirrorkit.training.keras_fit`: the working path for Keras 3 ``fit`` under
+  ``MultiWorkerMirroredStrategy``.
+* :mod:`~mirrorkit.training.recipes`: training functions for a local cluster that survive a
+  killed worker.
+"""

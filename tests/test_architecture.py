@@ -1,0 +1,210 @@
+"""The tree is the architecture: rules on imports between the modules of both packages.
+
+Run this file as a script to print the map (files and lines per subpackage, and the imports
+between subpackages) that the rules below keep true.
+"""
+
+import ast
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"mirrorkit": ROOT / "mirrorkit", "mirrorwidgets": ROOT / "widgets" / "mirrorwidgets"}
+# The subpackages and the top-level modules of mirrorkit that other parts may import.
+CORE = {"devices", "errors", "hosted", "inspection", "reproducibility", "strategy", "worker"}
+
+
+def module_name(path: Path) -> str:
+    for package, folder in PACKAGES.items():
+        if path.is_relative_to(folder):
+            parts = [package, *path.relative_to(folder).with_suffix("").parts]
+            return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    raise ValueError(path)
+
+
+MODULES = {
+    module_name(path): path
+    for folder in PACKAGES.values()
+    for path in sorted(folder.rglob("*.py"))
+    if "__pycache__" not in path.parts
+}
+
+
+def is_private(dotted: str) -> bool:
+    return any(part.startswith("_") and not part.startswith("__") for part in dotted.split("."))
+
+
+def imports(path: Path) -> list[tuple[str, str | None, int]]:
+    """(module, name or None, line) for every import of our packages in one file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(a.name, None, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                if submodule in MODULES:
+                    found.append((submodule, None, node.lineno))
+                else:
+                    found.append((node.module, alias.name, node.lineno))
+    return [f for f in found if f[0].split(".")[0] in PACKAGES]
+
+
+def package_of(module: str) -> str:
+    """The package a module belongs to: itself if it is one, else its parent."""
+    return module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def area(module: str) -> str:
+    """mirrorkit's subpackage (or "core") a module is in; the widgets are one area."""
+    parts = module.split(".")
+    if parts[0] != "mirrorkit":
+        return parts[0]
+    if len(parts) > 2 or (len(parts) == 2 and MODULES[module].name == "__init__.py"):
+        return f"mirrorkit.{parts[1]}"
+    return "mirrorkit (core)"
+
+
+EDGES = [
+    (importer, imported, name, line)
+    for importer, path in MODULES.items()
+    for imported, name, line in imports(path)
+]
+
+
+def test_every_import_of_our_packages_resolves_to_a_module():
+    unknown = [(a, b, line) for a, b, _, line in EDGES if b not in MODULES]
+    assert not unknown
+
+
+def test_no_private_name_crosses_a_module_boundary():
+    # `from module import _name` reaches into another module's internals.
+    crossing = [
+        f"{importer}:{line} imports {imported}.{name}"
+        for importer, imported, name, line in EDGES
+        if name is not None and name.startswith("_") and importer != imported
+    ]
+    assert not crossing
+
+
+def test_private_modules_are_used_only_inside_their_own_package():
+    # A private module (`_procs.py`) is a helper of its package; others use the public ones.
+    outside = [
+        f"{importer}:{line} imports {imported}"
+        for importer, imported, _, line in EDGES
+        if is_private(imported.removeprefix(package_of(imported)))
+        and not importer.startswith(package_of(imported))
+    ]
+    assert not outside
+
+
+def test_no_private_attribute_of_another_module_is_read():
+    # `module._name` after `import module` is the same reach as importing `_name`.
+    reads = []
+    for importer, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                aliases |= {(a.asname or a.name): a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for a in node.names:
+                    if f"{node.module}.{a.name}" in MODULES:
+                        aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and aliases.get(node.value.id) in MODULES
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                reads.append(f"{importer}:{node.lineno} reads {node.value.id}.{node.attr}")
+    assert not reads
+
+
+def test_subpackages_meet_only_at_the_core_and_the_report():
+    # The three groups of mirrorkit (cluster, checks and training, measure) do not import
+    # each other; what they share sits at the top (core) or in mirrorkit.report.
+    shared = {"mirrorkit (core)", "mirrorkit.report", "mirrorkit"}
+    groups = {"mirrorkit.cluster": "cluster", "mirrorkit.measure": "measure"}
+    groups |= {"mirrorkit.checks": "lessons", "mirrorkit.training": "lessons"}
+    across = [
+        f"{importer}:{line} imports {imported}"
+        for importer, imported, _, line in EDGES
+        if area(importer) in groups
+        and area(imported) not in shared
+        and groups.get(area(imported)) != groups[area(importer)]
+    ]
+    assert not across
+
+
+def test_the_core_and_the_report_import_no_subpackage():
+    upward = [
+        f"{importer}:{line} imports {imported}"
+        for importer, imported, _, line in EDGES
+        if area(importer) in {"mirrorkit (core)", "mirrorkit.report"}
+        and importer.split(".")[-1] not in {"worker"}  # the `python -m` entry point
+        and area(imported) not in {"mirrorkit (core)", "mirrorkit.report", "mirrorkit"}
+    ]
+    assert not upward
+
+
+def test_the_widgets_use_only_public_mirrorkit():
+    private = [
+        f"{importer}:{line} imports {imported}{'.' + name if name else ''}"
+        for importer, imported, name, line in EDGES
+        if importer.startswith("mirrorwidgets")
+        and imported.startswith("mirrorkit")
+        and (is_private(imported) or (name or "").startswith("_"))
+    ]
+    assert not private
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_each_public_name_is_listed_once(package):
+    stubs = sorted(PACKAGES[package].rglob("__init__.pyi"))
+    assert stubs, f"{package} lists its public names in __init__.pyi"
+    for stub in stubs:
+        names = [
+            alias.name
+            for node in ast.parse(stub.read_text()).body
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        ]
+        assert names, stub
+        assert [n for n, count in Counter(names).items() if count > 1] == []
+        bound = {
+            target.id if isinstance(target, ast.Name) else alias.asname or alias.name
+            for node in ast.walk(ast.parse(stub.with_suffix(".py").read_text()))
+            for target, alias in (
+                [(t, None) for t in getattr(node, "targets", [])]
+                + [(None, a) for a in getattr(node, "names", [])]
+                if isinstance(node, ast.Assign | ast.Import | ast.ImportFrom)
+                else []
+            )
+            if alias is not None or isinstance(target, ast.Name)
+        }
+        assert not set(names) & bound, f"{stub.with_suffix('.py')} repeats a public name"
+
+
+def module_map() -> str:
+    """Files and lines per area, then the imports between areas (for the closing note)."""
+    files, lines = Counter(), Counter()
+    for module, path in MODULES.items():
+        files[area(module)] += 1
+        lines[area(module)] += len(path.read_text().splitlines())
+    between = defaultdict(set)
+    for importer, imported, _, _ in EDGES:
+        if area(importer) != area(imported) and area(imported) != "mirrorkit":
+            between[area(importer)].add(area(imported))
+    out = [f"{a:24} {files[a]:3} files {lines[a]:6} lines" for a in sorted(files)]
+    out += [f"{a} -> {', '.join(sorted(b))}" for a, b in sorted(between.items())]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(module_map() + "\n")
