@@ -1,0 +1,61 @@
+"""The one palette and stylesheet of every mirrorkit report and every mirrorwidgets drawing.
+
+Colours are named by what they mean, so a check's verdict, a table cell and a chart line
+that say the same thing look the same. They are GitHub's Primer colours, readable on a
+white page and in JupyterLab's light theme.
+
+Example:
+    >>> from mirrorkit.report import style
+    >>> style.GOOD, style.SERIES[0]
+    ('#1a7f37', '#0969da')
+"""
+
+# What a value means.
+GOOD = "#1a7f37"  # passed, in sync, yes
+BAD = "#cf222e"  # failed, out of sync, overflow
+WARN = "#9a6700"  # partial, skipped, a warning
+MUTED = "#57606a"  # secondary text
+
+# Backgrounds with the same meanings, and neutral surfaces.
+GOOD_BG = "#dafbe1"
+BAD_BG = "#ffebe9"
+WARN_BG = "#fff8c5"
+INFO_BG = "#ddf4ff"
+ORANGE_BG = "#fff1e5"
+SURFACE = "#f6f8fa"
+WHITE = "#ffffff"
+
+# Lines.
+BORDER = "#d0d7de"
+AXIS = "#8c959f"
+
+# Series in a chart, in the order they are given out.
+BLUE = "#0969da"
+ORANGE = "#bc4c00"
+PURPLE = "#8250df"
+YELLOW = "#bf8700"
+DARK_GREEN = "#116329"
+SERIES = (BLUE, ORANGE, GOOD, PURPLE, YELLOW)
+
+#: Stops of the sequential colour scale (viridis), as RGB, from low to high.
+SEQUENTIAL = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
+
+FONT_FAMILY = "ui-monospace,SFMono-Regular,Menlo,monospace"
+FONT_SIZE_PX = 12
+
+#: The CSS of every HTML report, scoped to its outer element's class.
+REPORT_CLASS = "mirrorkit-report"
+STYLESHEET = f"""\
+.{REPORT_CLASS} {{ font-family: {FONT_FAMILY}; font-size: {FONT_SIZE_PX}px; }}
+.{REPORT_CLASS} table {{ border-collapse: collapse; margin: 4px 0; }}
+.{REPORT_CLASS} th, .{REPORT_CLASS} td {{
+  padding: 2px 10px; text-align: left; vertical-align: top; white-space: nowrap;
+  border-bottom: 1px solid {BORDER};
+}}
+.{REPORT_CLASS} th {{ font-weight: 600; }}
+.{REPORT_CLASS} p {{ margin: 4px 0; white-space: pre-wrap; }}
+.{REPORT_CLASS} .good {{ color: {GOOD}; }}
+.{REPORT_CLASS} .bad {{ color: {BAD}; font-weight: bold; }}
+.{REPORT_CLASS} .warn {{ color: {WARN}; }}
+.{REPORT_CLASS} .muted {{ color: {MUTED}; }}
+"""
