@@ -13,12 +13,12 @@
 Set-up makes virtual environments (.venv for the book, .venvs/ for the other test jobs)
 pinned by requirements/*.txt, reused until a lock or pyproject file changes, and installs
 graphviz's `dot` (and, for the tests, Chromium) with apt-get when run as root. Everything
-the book needs is read from jupyter_book.toml.
+the book needs is read from jupyter_book.toml. This file only sets up and runs tasks; the
+book's own logic is in bookbuild/ (README, "Developing").
 """
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import hashlib
 import json
@@ -33,13 +33,16 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
+# The book's logic (stdlib-only imports at the top, like this file): see bookbuild/__init__.py.
+from bookbuild import ROOT
+from bookbuild.checks import DOCTESTED, pytest_command
+from bookbuild.manifest import load_manifest
+from bookbuild.shell import CHILD_ENV, run, say
+from bookbuild.tasks import TASKS, run_task
+
 VENV = ROOT / ".venv"
 VENVS = ROOT / ".venvs"
-MANIFEST = ROOT / "jupyter_book.toml"
-SANITIZE = ROOT / "tests" / "book" / "nbval_sanitize.cfg"
 PYPROJECTS = (ROOT / "pyproject.toml", ROOT / "widgets" / "pyproject.toml")
-NBVAL_MODES = {"strict": "--nbval", "lax": "--nbval-lax"}
 
 # The Pythons both distributions support (their requires-python says the same; a test checks).
 PYTHONS = ("3.11", "3.12", "3.13")
@@ -53,196 +56,8 @@ HOSTED_PYTHON = "3.12"
 UV = "uv==0.13.9"  # makes the lock files; only `dev.py lock` installs it
 OUR_DISTRIBUTIONS = ("mirrorkit", "mirrorbook-widgets")  # installed from this tree, not locked
 
-# Kernels started from here use this environment's kernel spec, not a user-wide one.
-CHILD_ENV = {"JUPYTER_PREFER_ENV_PATH": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-
-
-# ---------------------------------------------------------------- the manifest
-
-
-def load_manifest(path: Path = MANIFEST) -> dict:
-    """Read jupyter_book.toml; each chapter gets [defaults] merged under its own keys."""
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
-    book, defaults = data["book"], data.get("defaults", {})
-    source = ROOT / book.get("source", "book")
-    chapters = []
-    for entry in data.get("chapters", []):
-        chapter = {**defaults, **entry}
-        chapter["path"] = source / chapter["file"]
-        if chapter["nbval"] not in NBVAL_MODES:
-            raise SystemExit(
-                f"{path}: chapter {chapter['file']}: nbval must be one of {list(NBVAL_MODES)}"
-            )
-        chapters.append(chapter)
-    if not chapters:
-        raise SystemExit(f"{path}: no [[chapters]] listed")
-    repository = book.get("repository", "")
-    if not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", repository):
-        raise SystemExit(
-            f"{path}: [book] repository must be the book's GitHub address, "
-            f"https://github.com/OWNER/NAME (Colab opens notebooks from GitHub), got {repository!r}"
-        )
-    book.setdefault("branch", "main")
-    return {
-        "book": book,
-        "source": source,
-        "chapters": chapters,
-        "output": ROOT / book.get("output", "build"),
-    }
-
-
-# Jupyter Book 1.0.4's default Sphinx extensions without sphinx_thebe: it runs code on Binder,
-# which an offline book cannot reach, and under Sphinx 7.4 its inline script
-# `const THEBE_JS_URL = ...` lands twice on every page, a SyntaxError in the browser.
-BOOK_EXTENSIONS = (
-    "sphinx_togglebutton",
-    "sphinx_copybutton",
-    "myst_nb",
-    "jupyter_book",
-    "sphinx_comments",
-    "sphinx_external_toc",
-    "sphinx.ext.intersphinx",
-    "sphinx_design",
-    "sphinx_book_theme",
-)
-
-
-def jupyter_book_files(manifest: dict) -> tuple[dict, dict]:
-    """The _config.yml and _toc.yml contents that Jupyter Book 1 wants (JSON is valid YAML).
-
-    Style sheets in the source's `_static/` (book/_static/mirrorbook.css: output lines wrap)
-    are served and linked from every page by Jupyter Book itself.
-    """
-    book = manifest["book"]
-    config = {
-        "title": book["title"],
-        "author": book["author"],
-        "copyright": str(book.get("copyright", "")),
-        "only_build_toc_files": True,
-        # Chapters are executed by `dev.py book` and stored with their outputs.
-        "execute": {"execute_notebooks": "off"},
-        "html": {"use_repository_button": False, "use_issues_button": False},
-        "sphinx": {
-            "config": {
-                "html_show_sourcelink": False,
-                "extensions": list(BOOK_EXTENSIONS),
-                # pydata-sphinx-theme reads the colour mode from this context value; without
-                # it a first visit starts in mode "" and logs "Got invalid theme mode".
-                "html_context": {"default_mode": "auto"},
-                # Show each widget's static snapshot (its text/html) instead of the live
-                # view, and load no widget JavaScript: the live view needs RequireJS and
-                # the widget manager from a CDN, which a classroom offline cannot reach.
-                "nb_mime_priority_overrides": [
-                    ["*", "application/vnd.jupyter.widget-view+json", None]
-                ],
-                "nb_ipywidgets_js": {},
-            }
-        },
-    }
-    toc = {
-        "format": "jb-book",
-        "root": Path(book["root"]).with_suffix("").as_posix(),
-        "chapters": [
-            {"file": Path(c["file"]).with_suffix("").as_posix()} for c in manifest["chapters"]
-        ],
-    }
-    return config, toc
-
-
-def parameters_source(chapter: dict) -> str:
-    """The source of a chapter's `parameters` cell, written from the manifest."""
-    return (
-        "# Set from jupyter_book.toml when the book is built: change them there.\n"
-        f"REPLICAS = {chapter['replicas']}\n"
-        f"SEED = {chapter['seed']}"
-    )
-
-
-def setup_source(manifest: dict) -> str:
-    """The source of every chapter's `hosted-setup` cell, written from the manifest.
-
-    Where mirrorwidgets is missing (Colab, Kaggle, a fresh JupyterHub), it installs mirrorkit
-    and mirrorbook-widgets from the book's repository at the manifest's branch, both from
-    the same commit, and leaves TensorFlow alone (its installed release is in the supported
-    range); `mirrorkit.hosted.finish_setup` then checks graphviz's `dot` and whether the
-    running kernel must restart. MIRRORBOOK_SOURCE installs from a fork or a local clone.
-    In the book's own environment the cell does nothing and prints nothing.
-    """
-    book = manifest["book"]
-    return (
-        "# Colab and other hosted notebooks: install mirrorkit and its widgets where they are\n"
-        "# missing (TensorFlow stays as it is). In the book's own environment this does nothing.\n"
-        "import importlib.util\n"
-        "\n"
-        'if importlib.util.find_spec("mirrorwidgets") is None:\n'
-        "    import importlib.metadata\n"
-        "    import os\n"
-        "    import subprocess\n"
-        "    import sys\n"
-        "\n"
-        "    before = {d.name: d.version for d in importlib.metadata.distributions()}\n"
-        f'    default = "git+{book["repository"]}@{book["branch"]}"\n'
-        '    source = os.environ.get("MIRRORBOOK_SOURCE", default)\n'
-        '    packages = [f"mirrorkit @ {source}", '
-        'f"mirrorbook-widgets @ {source}#subdirectory=widgets"]\n'
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *packages], '
-        "check=True)\n"
-        "    import mirrorkit.hosted\n"
-        "\n"
-        "    mirrorkit.hosted.finish_setup(before)"
-    )
-
-
-def colab_url(manifest: dict, chapter: dict) -> str:
-    """Where Colab opens the chapter: the notebook in the book's repository, at its branch."""
-    book = manifest["book"]
-    repository = book["repository"].removeprefix("https://github.com/")
-    path = chapter["path"].relative_to(ROOT).as_posix()
-    return f"https://colab.research.google.com/github/{repository}/blob/{book['branch']}/{path}"
-
-
-def colab_link_source(manifest: dict, chapter: dict) -> str:
-    """The source of a chapter's `open-in-colab` markdown cell (a plain link: no remote image)."""
-    return (
-        f"[Open this chapter in Colab]({colab_url(manifest, chapter)}) "
-        "(its first code cell installs what the chapter needs there)"
-    )
-
-
-# Cells every chapter carries, rewritten from the manifest before each execution:
-# tag -> (cell type, source function, the tag of the cell it must come right before).
-GENERATED_CELLS = {
-    "open-in-colab": ("markdown", lambda m, c: colab_link_source(m, c)),
-    "hosted-setup": ("code", lambda m, c: setup_source(m)),
-    "parameters": ("code", lambda m, c: parameters_source(c)),
-}
-
-
-def write_generated_cells(nb, manifest: dict, chapter: dict) -> None:
-    """Rewrite each generated cell of a notebook from the manifest; each must be there once."""
-    for tag, (cell_type, source) in GENERATED_CELLS.items():
-        cells = [c for c in nb.cells if tag in c.metadata.get("tags", [])]
-        if len(cells) != 1 or cells[0].cell_type != cell_type:
-            raise SystemExit(
-                f"[dev] {chapter['file']} needs exactly one {cell_type} cell tagged {tag!r}"
-            )
-        cells[0].source = source(manifest, chapter)
-
 
 # ---------------------------------------------------------------- set-up (stdlib only)
-
-
-def say(message: str) -> None:
-    print(f"[dev] {message}", flush=True)
-
-
-def run(*cmd, **kwargs) -> None:
-    env = {**os.environ, **CHILD_ENV, **kwargs.pop("env", {})}
-    result = subprocess.run([str(c) for c in cmd], cwd=kwargs.pop("cwd", ROOT), env=env, **kwargs)
-    if result.returncode:
-        raise SystemExit(f"[dev] failed ({result.returncode}): {' '.join(map(str, cmd))}")
-
 
 # Programs the project needs from the system: (program, Debian package, what it is for).
 DOT = ("dot", "graphviz", "graphviz's `dot` draws the topology diagrams")
@@ -433,127 +248,6 @@ def setup(*tools: tuple[str, str, str]) -> Env:
     env = book_env()
     ensure_env(env)
     return env
-
-
-# ---------------------------------------------------------------- tasks (inside an environment)
-
-
-@contextlib.contextmanager
-def notebook_client(nb, *, timeout: int, cwd: Path):
-    """An nbclient client whose kernel talks over local sockets in a private temp dir.
-
-    IPC sockets keep the kernel off the network entirely (the default is TCP on
-    loopback, unencrypted); the folder and its sockets go away afterwards.
-    """
-    from nbclient import NotebookClient
-    from traitlets.config import Config
-
-    with tempfile.TemporaryDirectory(prefix="mirrorbook-kernel-") as sockets:
-        config = Config()
-        config.KernelManager.transport = "ipc"
-        config.KernelManager.ip = str(Path(sockets) / "kernel")
-        yield NotebookClient(
-            nb,
-            config=config,
-            kernel_name="python3",
-            timeout=timeout,
-            record_timing=False,
-            resources={"metadata": {"path": str(cwd)}},
-        )
-
-
-def execute_chapters(*files: str, into: Path | None = None) -> None:
-    """Run chapters top to bottom (all, or those named) and store their outputs in the .ipynb.
-
-    With `into`, each chapter runs as a copy in that folder (as a notebook opened alone, on
-    Colab say) and the executed copy is written there; the book's own files stay untouched.
-    """
-    import nbformat
-
-    manifest = load_manifest()
-    chosen = [c for c in manifest["chapters"] if not files or c["file"] in files]
-    if files and len(chosen) != len(set(files)):
-        raise SystemExit(f"[dev] not all of {files} are chapters in {MANIFEST.name}")
-    for chapter in chosen:
-        path = chapter["path"]
-        nb = nbformat.read(path, as_version=4)
-        write_generated_cells(nb, manifest, chapter)
-        target = Path(into) / path.name if into else path
-        start = time.perf_counter()
-        with notebook_client(nb, timeout=chapter["cell_timeout"], cwd=target.parent) as client:
-            client.execute()
-        nbformat.write(nb, target)
-        say(f"executed {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s")
-
-
-def build_html(out: Path | None = None) -> Path:
-    """Write _config.yml/_toc.yml from the manifest and build the HTML with Jupyter Book 1."""
-    manifest = load_manifest()
-    out = Path(out or manifest["output"])
-    generated = out / "jupyter-book"
-    generated.mkdir(parents=True, exist_ok=True)
-    config, toc = jupyter_book_files(manifest)
-    (generated / "_config.yml").write_text(json.dumps(config, indent=2))
-    (generated / "_toc.yml").write_text(json.dumps(toc, indent=2))
-    jb = Path(sys.executable).with_name("jupyter-book")  # the venv's, next to its python
-    run(
-        jb,
-        "build",
-        manifest["source"],
-        "--config",
-        generated / "_config.yml",
-        "--toc",
-        generated / "_toc.yml",
-        "--path-output",
-        out,
-        "--warningiserror",
-        "--quiet",
-    )
-    html = out / "_build" / "html"
-    say(f"book built: {html / 'index.html'}")
-    return html
-
-
-def nbval(rounds: int = 2) -> None:
-    """Compare every chapter's stored outputs with a fresh run, twice: re-runs must pass too."""
-    manifest = load_manifest()
-    for mode, flag in NBVAL_MODES.items():
-        paths = [c["path"] for c in manifest["chapters"] if c["nbval"] == mode]
-        if not paths:
-            continue
-        timeout = max(c["cell_timeout"] for c in manifest["chapters"] if c["nbval"] == mode)
-        for _ in range(rounds):
-            pytest(
-                flag,
-                "--nbval-current-env",
-                "--nbval-sanitize-with",
-                SANITIZE,
-                f"--nbval-cell-timeout={timeout}",
-                *paths,
-            )
-
-
-def pytest(*args) -> None:
-    run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args)
-
-
-def lint() -> None:
-    run(sys.executable, "-m", "ruff", "check", ".")
-    run(sys.executable, "-m", "ruff", "format", "--check", ".")
-
-
-def unit_tests(*extra: str) -> None:
-    # Doctests see TensorFlow's default single device; the suite simulates several
-    # replicas, and a process cannot have both, so they run as two processes.
-    pytest("--doctest-modules", "mirrorkit", "widgets/mirrorwidgets", *extra)
-    pytest("tests", *extra)
-
-
-def versions() -> None:
-    """Print this environment's Python, TensorFlow and Keras versions (for the summary)."""
-    from importlib.metadata import version
-
-    print(sys.version.split()[0], version("tensorflow"), version("keras"))
 
 
 # ---------------------------------------------------------------- the test jobs (stdlib only)
@@ -825,22 +519,10 @@ def test_latest(book: Env) -> int:
     ]
     broke = []
     with tempfile.TemporaryDirectory(prefix="mirrorbook-latest-") as tmp:
-        for label, args in (
-            ("doctests", ["--doctest-modules", "mirrorkit", "widgets/mirrorwidgets"]),
-            ("tests", ["tests"]),
-        ):
+        for label, args in (("doctests", ["--doctest-modules", *DOCTESTED]), ("tests", ["tests"])):
             report = Path(tmp) / f"{label}.xml"
             subprocess.run(
-                [
-                    env.python,
-                    "-m",
-                    "pytest",
-                    "-p",
-                    "no:cacheprovider",
-                    "-q",
-                    *args,
-                    f"--junitxml={report}",
-                ],
+                pytest_command("-q", *args, f"--junitxml={report}", python=env.python),
                 cwd=ROOT,
                 env={**os.environ, **CHILD_ENV},
             )
@@ -875,24 +557,12 @@ def failures_in(junit_xml: Path, label: str) -> list[str]:
 
 # ---------------------------------------------------------------- the commands
 
-TASKS = {  # internal, run inside an environment by the commands below
-    "_html": build_html,
-    "_lint": lint,
-    "_unit": unit_tests,
-    "_nbval": nbval,
-    "_versions": versions,
-}
-
 
 def main(argv: list[str]) -> None:
     command, args = (argv[1] if len(argv) > 1 else "help"), argv[2:]
     start = time.perf_counter()
-    if command == "_execute":  # internal: [--into FOLDER] [chapter file names]
-        into = Path(args[1]) if args[:1] == ["--into"] else None
-        execute_chapters(*args[2 if into else 0 :], into=into)
-        return
-    if command in TASKS:
-        TASKS[command]()
+    if command in TASKS:  # internal: run inside an environment by the commands below
+        run_task(command, args)
         return
     status = 0
     if command == "book":

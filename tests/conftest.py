@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # for dev.py, the runner that owns the book manifest
+sys.path.insert(0, str(ROOT))  # for dev.py (the task runner) and bookbuild/ (the book's logic)
 
 import mirrorkit as mk  # noqa: E402
 
@@ -39,15 +39,15 @@ def seeded():
 
 @pytest.fixture(scope="session")
 def manifest() -> dict:
-    """The book manifest jupyter_book.toml, as dev.py reads it."""
-    import dev
+    """The book manifest jupyter_book.toml, as the build reads it."""
+    from bookbuild.manifest import load_manifest
 
-    return dev.load_manifest()
+    return load_manifest()
 
 
 @pytest.fixture(scope="session")
 def book_html(tmp_path_factory) -> Path:
     """The HTML book, built once per session from jupyter_book.toml into a temporary folder."""
-    import dev
+    from bookbuild.jupyterbook import build_html
 
-    return dev.build_html(tmp_path_factory.mktemp("book"))
+    return build_html(tmp_path_factory.mktemp("book"))

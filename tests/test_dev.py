@@ -1,6 +1,8 @@
 """dev.py, the runner behind the README's two commands."""
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -42,6 +44,20 @@ def test_unknown_command_prints_usage_and_fails(capsys):
         dev.main(["dev.py", "deploy"])
     assert error.value.code == 2
     assert "python3 dev.py test" in capsys.readouterr().out
+
+
+def test_dev_py_starts_with_the_standard_library_alone():
+    # -S: no site-packages, as on a fresh machine; bookbuild comes from the tree next to dev.py.
+    done = subprocess.run(
+        [sys.executable, "-S", "dev.py", "help"], cwd=dev.ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "python3 dev.py book" in done.stdout
+
+
+def test_every_task_the_jobs_start_exists():
+    started = {*dev.REFERENCE, "_execute", "_html", "_unit", "_versions"}
+    assert started <= set(dev.TASKS)
 
 
 def _pyproject(path):
@@ -135,3 +151,31 @@ def test_every_step_runs_even_after_one_fails():
     with pytest.raises(SystemExit, match=r"lint failed; \[dev\] nbval failed"):
         dev.every(lambda: fails("lint"), lambda: ran.append("unit"), lambda: fails("nbval"))
     assert ran == ["lint", "unit", "nbval"]
+
+
+def test_environment_yml_is_conda_forge_only_and_installs_from_the_lock():
+    text = (dev.ROOT / "environment.yml").read_text()
+    assert re.search(r"channels:\n  - conda-forge\n(?!  -)", text)
+    for needed in ("python=3.11", "graphviz", "pip", "-e .[book,test]", "-e ./widgets[test]"):
+        assert needed in text
+    assert f"-c {dev.LOCK.relative_to(dev.ROOT).as_posix()}" in text
+
+
+def test_test_latest_names_each_failure_from_pytests_report(tmp_path):
+    report = tmp_path / "tests.xml"
+    report.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.a" name="test_ok"/>'
+        '<testcase classname="tests.a" name="test_bad"><failure message="assert 1 == 2&#10;more"/>'
+        "</testcase>"
+        '<testcase classname="tests.b" name="test_setup"><error message="fixture broke"/>'
+        "</testcase>"
+        "</testsuite></testsuites>"
+    )
+    assert dev.failures_in(report, "tests") == [
+        "tests: tests.a::test_bad: assert 1 == 2",
+        "tests: tests.b::test_setup: fixture broke",
+    ]
+    assert dev.failures_in(tmp_path / "missing.xml", "doctests") == [
+        "doctests: pytest wrote no report (it could not start; output above)"
+    ]

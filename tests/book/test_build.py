@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-import dev
+from bookbuild.cells import colab_url
 
 pytestmark = pytest.mark.book
 
@@ -40,5 +40,5 @@ def test_pages_load_nothing_from_the_network(book_html):
 def test_every_chapter_page_links_to_colab_and_shows_no_test_markers(book_html, manifest):
     for chapter in manifest["chapters"]:
         page = (book_html / f"{chapter['path'].stem}.html").read_text()
-        assert f'href="{dev.colab_url(manifest, chapter)}"' in page, chapter["file"]
+        assert f'href="{colab_url(manifest, chapter)}"' in page, chapter["file"]
         assert "NBVAL_" not in page and "# Why:" not in page, chapter["file"]

@@ -5,7 +5,8 @@ import re
 import nbformat
 import pytest
 
-import dev
+from bookbuild.execute import notebook_client
+from bookbuild.manifest import load_manifest
 
 pytestmark = pytest.mark.book
 
@@ -18,15 +19,13 @@ def solutions(nb) -> str:
     raise AssertionError("no Solutions block")
 
 
-@pytest.mark.parametrize("chapter", dev.load_manifest()["chapters"], ids=lambda c: c["file"])
+@pytest.mark.parametrize("chapter", load_manifest()["chapters"], ids=lambda c: c["file"])
 def test_run_all_twice_then_solutions_pass(chapter):
     # Exercises are per chapter in the manifest; every chapter must survive Run All twice.
     nb = nbformat.read(chapter["path"], as_version=4)
     code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     with (
-        dev.notebook_client(
-            nb, timeout=chapter["cell_timeout"], cwd=chapter["path"].parent
-        ) as client,
+        notebook_client(nb, timeout=chapter["cell_timeout"], cwd=chapter["path"].parent) as client,
         client.setup_kernel(),
     ):
         for _ in range(2):

@@ -1,0 +1,79 @@
+"""The book's single manifest, ``jupyter_book.toml``: read, completed and checked."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from bookbuild import ROOT
+
+MANIFEST = ROOT / "jupyter_book.toml"
+# A chapter's `nbval` setting -> the pytest flag that compares its outputs that way.
+NBVAL_MODES = {"strict": "--nbval", "lax": "--nbval-lax"}
+
+
+def load_manifest(path: Path = MANIFEST) -> dict:
+    """Read a manifest; each chapter gets ``[defaults]`` merged under its own keys.
+
+    Paths in the manifest are relative to its folder (the project's top folder).
+
+    Args:
+        path: The manifest file; ``jupyter_book.toml`` at the top of the project by default.
+
+    Returns:
+        ``{"book": the [book] table, branch defaulted to "main"; "source": the chapters'
+        folder; "chapters": one dict per chapter, in reading order, with its "path" added;
+        "output": where the HTML is built; "folder": the manifest's own folder}``.
+
+    Raises:
+        SystemExit: If no chapter is listed, a chapter's ``nbval`` is not one of
+            :data:`NBVAL_MODES`, or ``[book] repository`` is not a GitHub address (Colab
+            opens notebooks from GitHub). The message names the file and the setting.
+
+    Example:
+        >>> manifest = load_manifest()
+        >>> manifest["chapters"][0]["file"], manifest["chapters"][0]["nbval"]
+        ('01_strategy_scope.ipynb', 'strict')
+        >>> manifest["chapters"][0]["path"].relative_to(ROOT).as_posix()
+        'book/01_strategy_scope.ipynb'
+    """
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    folder = Path(path).resolve().parent
+    book = data["book"]
+    source = folder / book.get("source", "book")
+    chapters = _chapters(path, data, source)
+    _check_repository(path, book.get("repository", ""))
+    book.setdefault("branch", "main")
+    return {
+        "book": book,
+        "source": source,
+        "chapters": chapters,
+        "output": folder / book.get("output", "build"),
+        "folder": folder,
+    }
+
+
+def _chapters(path: Path, data: dict, source: Path) -> list[dict]:
+    defaults = data.get("defaults", {})
+    chapters = []
+    for entry in data.get("chapters", []):
+        chapter = {**defaults, **entry}
+        chapter["path"] = source / chapter["file"]
+        if chapter["nbval"] not in NBVAL_MODES:
+            raise SystemExit(
+                f"{path}: chapter {chapter['file']}: nbval must be one of {list(NBVAL_MODES)}"
+            )
+        chapters.append(chapter)
+    if not chapters:
+        raise SystemExit(f"{path}: no [[chapters]] listed")
+    return chapters
+
+
+def _check_repository(path: Path, repository: str) -> None:
+    if not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", repository):
+        raise SystemExit(
+            f"{path}: [book] repository must be the book's GitHub address, "
+            f"https://github.com/OWNER/NAME (Colab opens notebooks from GitHub), got {repository!r}"
+        )

@@ -1,0 +1,63 @@
+"""bookbuild.checks: what lint, the doctests and tests, and nbval run."""
+
+import sys
+from pathlib import Path
+
+from bookbuild import ROOT
+from bookbuild.checks import (
+    DOCTESTED,
+    SANITIZE,
+    lint_commands,
+    nbval_commands,
+    pytest_command,
+    unit_test_commands,
+)
+
+
+def _chapter(name, nbval, timeout):
+    return {"path": Path(name), "nbval": nbval, "cell_timeout": timeout}
+
+
+def test_every_package_with_examples_is_doctested_in_its_own_process():
+    doctests, suite = unit_test_commands()
+    assert doctests[:5] == pytest_command()
+    assert doctests[5:] == ["--doctest-modules", *DOCTESTED]
+    assert suite[5:] == ["tests"]
+    for package in DOCTESTED:
+        assert (ROOT / package / "__init__.py").is_file(), package
+    assert "bookbuild" in DOCTESTED
+
+
+def test_pytest_runs_in_the_given_python_without_a_cache():
+    assert pytest_command("x") == [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "x"]
+    assert pytest_command(python=Path("/venv/bin/python"))[0] == "/venv/bin/python"
+
+
+def test_lint_checks_the_whole_tree_with_this_environments_ruff():
+    assert lint_commands() == [
+        [sys.executable, "-m", "ruff", "check", "."],
+        [sys.executable, "-m", "ruff", "format", "--check", "."],
+    ]
+
+
+def test_nbval_runs_each_mode_twice_with_its_longest_timeout():
+    manifest = {
+        "chapters": [
+            _chapter("a.ipynb", "strict", 300),
+            _chapter("b.ipynb", "lax", 60),
+            _chapter("c.ipynb", "strict", 900),
+        ]
+    }
+    commands = nbval_commands(manifest)
+    assert [c[5] for c in commands] == ["--nbval", "--nbval", "--nbval-lax", "--nbval-lax"]
+    strict, lax = commands[0], commands[2]
+    assert strict[-3:] == ["--nbval-cell-timeout=900", "a.ipynb", "c.ipynb"]
+    assert lax[-2:] == ["--nbval-cell-timeout=60", "b.ipynb"]
+    assert strict[6:9] == ["--nbval-current-env", "--nbval-sanitize-with", str(SANITIZE)]
+    assert SANITIZE.is_file()
+    assert len(nbval_commands(manifest, rounds=1)) == 2
+
+
+def test_nbval_covers_every_chapter_of_the_book(manifest):
+    paths = {arg for command in nbval_commands(manifest) for arg in command[10:]}
+    assert paths == {str(chapter["path"]) for chapter in manifest["chapters"]}
