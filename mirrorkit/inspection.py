@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from mirrorkit.report.tables import html_table, short_device, summarize, text_table
+from mirrorkit.report.render import Line, Report, Reported
+from mirrorkit.report.values import short_device, summarize
 
 # Kinds of value, as shown in a table's title.
 PER_REPLICA = "PerReplica"
@@ -53,8 +53,8 @@ class ReplicaRow:
     array: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
-@dataclass(frozen=True)
-class ReplicaTable:
+@dataclass(frozen=True, repr=False)
+class ReplicaTable(Reported):
     """What :func:`mirrorkit.inspect` returns; prints as text and renders as HTML.
 
     Attributes:
@@ -111,23 +111,20 @@ class ReplicaTable:
             if any(cell not in ("", "-") for cell in cells) or head in ("device", "value")
         ]
 
-    def __str__(self) -> str:
-        lines = [self.title, *text_table(self._columns()), *self.notes]
-        return "\n".join(line.rstrip() for line in lines)
+    def report(self) -> Report:
+        """The table as a report: the title, one row per copy, the notes.
 
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        def style(head: str, cell: str) -> str:
-            if head == "in sync" and cell in ("yes", "NO"):
-                return "color:" + ("#1a7f37" if cell == "yes" else "#cf222e")
-            return ""
-
-        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
-        return (
-            '<div class="mirrorkit-table">'
-            f"<strong>{html.escape(self.title)}</strong>"
-            f"{html_table(self._columns(), style)}{notes}</div>"
+        Example:
+            >>> import tensorflow as tf
+            >>> import mirrorkit as mk
+            >>> mk.inspect(tf.constant([1.0, 2.0])).report().headline
+            ('tf.Tensor (not distributed): one copy',)
+        """
+        return Report(
+            headline=(self.title,),
+            columns=self._columns(),
+            lines=tuple(Line(n) for n in self.notes),
+            cell_tones={"in sync": {"yes": "good", "NO": "bad"}},
         )
 
 

@@ -30,14 +30,14 @@ What the check knows about Keras 3 (with TensorFlow 2.21):
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from mirrorkit.report.tables import html_table, number, summarize, text_table
+from mirrorkit.report.render import Line, Report, Reported
+from mirrorkit.report.values import number, summarize
 
 # Causes a mismatch is put down to (StepEquivalence.cause).
 RIGHT = "right"
@@ -92,8 +92,8 @@ class WeightGradient:
         return float(np.max(np.abs(self.distributed - self.reference)))
 
 
-@dataclass(frozen=True)
-class StepEquivalence:
+@dataclass(frozen=True, repr=False)
+class StepEquivalence(Reported):
     """What :func:`check_step_equivalence` returns; prints as text and renders as HTML.
 
     Attributes:
@@ -177,19 +177,13 @@ class StepEquivalence:
             ("max |difference|", [number(w.max_difference) for w in self.weights]),
         ]
 
-    def __str__(self) -> str:
-        lines = [*self._headline(), *text_table(self._columns()), self.message, *self.notes]
-        return "\n".join(line.rstrip() for line in lines)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        color = "#1a7f37" if self.equivalent else "#9a6700"
-        head = "<br>".join(html.escape(line) for line in self._headline())
-        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
-        return (
-            f'<div><p style="color:{color}"><strong>{head}</strong></p>'
-            f"{html_table(self._columns())}<p>{html.escape(self.message)}</p>{notes}</div>"
+    def report(self) -> Report:
+        """The comparison as a report: verdict, one row per weight, what it means."""
+        return Report(
+            headline=tuple(self._headline()),
+            columns=self._columns(),
+            lines=(Line(self.message), *(Line(n) for n in self.notes)),
+            tone="good" if self.equivalent else "warn",
         )
 
 

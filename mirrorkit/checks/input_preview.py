@@ -17,13 +17,13 @@ every element ``x`` into ``(index, x)``.
 from __future__ import annotations
 
 import dataclasses
-import html
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from mirrorkit.report.tables import html_table, short_device, text_table
+from mirrorkit.report.render import Line, Report, Reported
+from mirrorkit.report.values import short_device
 
 #: Auto-shard policies (``tf.data.experimental.AutoShardPolicy``) -> what each one does.
 AUTO_SHARD_POLICIES: dict[str, str] = {
@@ -85,8 +85,8 @@ class ReplicaBatch:
         return len(self.ids)
 
 
-@dataclass(frozen=True)
-class InputPreview:
+@dataclass(frozen=True, repr=False)
+class InputPreview(Reported):
     """What :func:`preview_input` returns; prints as text and renders as HTML.
 
     Attributes:
@@ -200,31 +200,16 @@ class InputPreview:
             )
         return rows
 
-    def __str__(self) -> str:
-        lines = [*self._headline(), *text_table(self._columns())]
-        lines.extend(f"WARNING: {w}" for w in self.warnings)
-        lines.extend(self.notes)
-        return "\n".join(line.rstrip() for line in lines)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        colors = {PARTIAL: "#9a6700", EMPTY: "#cf222e"}
-
-        def style(head: str, cell: str) -> str:
-            if head == "batch" and cell in colors:
-                return f"color:{colors[cell]};font-weight:bold"
-            return ""
-
-        headline = "<br>".join(html.escape(line) for line in self._headline())
-        warnings = "".join(
-            f'<p style="color:#9a6700"><strong>Warning</strong>: {html.escape(w)}</p>'
-            for w in self.warnings
-        )
-        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
-        return (
-            f"<div><p><strong>{headline}</strong></p>"
-            f"{html_table(self._columns(), style)}{warnings}{notes}</div>"
+    def report(self) -> Report:
+        """The preview as a report: what was fed, one row per replica and step, warnings."""
+        return Report(
+            headline=tuple(self._headline()),
+            columns=self._columns(),
+            lines=(
+                *(Line(w, tone="warn", label="WARNING") for w in self.warnings),
+                *(Line(n) for n in self.notes),
+            ),
+            cell_tones={"batch": {PARTIAL: "warn", EMPTY: "bad"}},
         )
 
 

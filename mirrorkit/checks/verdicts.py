@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,11 +9,12 @@ import numpy as np
 from mirrorkit.checks.equivalence import check_step_equivalence
 from mirrorkit.checks.input_preview import preview_input
 from mirrorkit.inspection import MIRRORED, MIRRORED_VALUE, PER_REPLICA, SINGLE, inspect
-from mirrorkit.report.tables import summarize
+from mirrorkit.report.render import Line, Report, Reported
+from mirrorkit.report.values import summarize
 
 
-@dataclass(frozen=True)
-class CheckResult:
+@dataclass(frozen=True, repr=False)
+class CheckResult(Reported):
     """The verdict of a check: ``passed`` plus a sentence saying why (and what to try).
 
     Example:
@@ -31,13 +31,16 @@ class CheckResult:
     def __bool__(self) -> bool:
         return self.passed
 
-    def __repr__(self) -> str:
-        return f"{'PASS' if self.passed else 'NOT YET'}: {self.message}"
+    def report(self) -> Report:
+        """The verdict as a report: one line, ``PASS`` or ``NOT YET`` and the message.
 
-    def _repr_html_(self) -> str:
-        color = "#1a7f37" if self.passed else "#9a6700"
-        label = "PASS" if self.passed else "NOT YET"
-        return f'<p style="color:{color}"><strong>{label}</strong>: {html.escape(self.message)}</p>'
+        Example:
+            >>> from mirrorkit import CheckResult
+            >>> CheckResult(False, "not yet").report().lines[0].tone
+            'warn'
+        """
+        label, tone = ("PASS", "good") if self.passed else ("NOT YET", "warn")
+        return Report(lines=(Line(self.message, tone=tone, label=label),))
 
 
 _TODO = CheckResult(False, "not attempted yet: replace the ... with your answer and run the cell.")

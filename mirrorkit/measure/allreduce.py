@@ -19,7 +19,6 @@ TensorFlow's overheads and the reduction arithmetic more than about links.
 from __future__ import annotations
 
 import csv
-import html
 import io
 import json
 import os
@@ -33,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from mirrorkit.errors import AllReduceUnavailableError
-from mirrorkit.report.tables import html_table, short_device, text_table
+from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.units import (
     format_percent,
     format_rate,
@@ -41,6 +40,7 @@ from mirrorkit.report.units import (
     format_size,
     parse_size,
 )
+from mirrorkit.report.values import short_device
 from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS, make_strategy
 
 FORMAT = "mirrorkit.measure.allreduce/1"  # the "format" field of the JSON files written here
@@ -197,8 +197,8 @@ class AllReduceRecord:
     fraction_of_copy_bw: float
 
 
-@dataclass(frozen=True)
-class AllReduceBenchmark:
+@dataclass(frozen=True, repr=False)
+class AllReduceBenchmark(Reported):
     """What :func:`benchmark_all_reduce` returns: records, skips and the machine's limit.
 
     Saves to JSON (:meth:`to_json`, reloaded by :meth:`from_json` to compare machines)
@@ -345,23 +345,15 @@ class AllReduceBenchmark:
             ("busbw/copy", [format_percent(r.fraction_of_copy_bw) for r in rows]),
         ]
 
-    def _skips(self) -> list[str]:
-        return [f"Skipped: {name}: {why}" for name, why in self.skipped.items()]
-
-    def __str__(self) -> str:
-        lines = [*self._headline(), *text_table(self._columns()), *self._skips()]
-        return "\n".join(line.rstrip() for line in lines)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        headline = "<br>".join(html.escape(line) for line in self._headline())
-        skips = "".join(
-            f'<p style="color:#9a6700">{html.escape(line)}</p>' for line in self._skips()
-        )
-        return (
-            '<div class="mirrorkit-table">'
-            f"<strong>{headline}</strong>{html_table(self._columns())}{skips}</div>"
+    def report(self) -> Report:
+        """The benchmark as a report: where it ran, one row per measurement, what was skipped."""
+        return Report(
+            headline=tuple(self._headline()),
+            columns=self._columns(),
+            lines=tuple(
+                Line(f"{name}: {why}", tone="warn", label="Skipped")
+                for name, why in self.skipped.items()
+            ),
         )
 
 

@@ -35,14 +35,13 @@ around itself (outside its timed interval) and runs slower while profiled.
 from __future__ import annotations
 
 import contextlib
-import html
 import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from mirrorkit.measure import _profiler
-from mirrorkit.report.tables import html_table, text_table
+from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.units import format_percent, format_seconds
 
 _PHASES = ("input_wait_s", "compute_s", "all_reduce_s")
@@ -80,8 +79,8 @@ class StepPhases:
         return self.input_wait_s + self.step_s
 
 
-@dataclass(frozen=True)
-class StepTrace:
+@dataclass(frozen=True, repr=False)
+class StepTrace(Reported):
     """What :meth:`StepTracer.result` returns.
 
     Attributes:
@@ -186,18 +185,12 @@ class StepTrace:
         )
         return [*lines, *self.notes]
 
-    def __str__(self) -> str:
-        lines = [self._headline(), *text_table(self._columns()), *self._notes()]
-        return "\n".join(line.rstrip() for line in lines)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self._notes())
-        return (
-            '<div class="mirrorkit-table">'
-            f"<strong>{html.escape(self._headline())}</strong>"
-            f"{html_table(self._columns())}{notes}</div>"
+    def report(self) -> Report:
+        """The trace as a report: the phases of each profiled step, how they were measured."""
+        return Report(
+            headline=(self._headline(),),
+            columns=self._columns(),
+            lines=tuple(Line(n) for n in self._notes()),
         )
 
 

@@ -43,19 +43,19 @@ SEQUENTIAL = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 2
 FONT_FAMILY = "ui-monospace,SFMono-Regular,Menlo,monospace"
 FONT_SIZE_PX = 12
 
-#: The CSS of every HTML report, scoped to its outer element's class.
-REPORT_CLASS = "mirrorkit-report"
-STYLESHEET = f"""\
-.{REPORT_CLASS} {{ font-family: {FONT_FAMILY}; font-size: {FONT_SIZE_PX}px; }}
-.{REPORT_CLASS} table {{ border-collapse: collapse; margin: 4px 0; }}
-.{REPORT_CLASS} th, .{REPORT_CLASS} td {{
-  padding: 2px 10px; text-align: left; vertical-align: top; white-space: nowrap;
-  border-bottom: 1px solid {BORDER};
-}}
-.{REPORT_CLASS} th {{ font-weight: 600; }}
-.{REPORT_CLASS} p {{ margin: 4px 0; white-space: pre-wrap; }}
-.{REPORT_CLASS} .good {{ color: {GOOD}; }}
-.{REPORT_CLASS} .bad {{ color: {BAD}; font-weight: bold; }}
-.{REPORT_CLASS} .warn {{ color: {WARN}; }}
-.{REPORT_CLASS} .muted {{ color: {MUTED}; }}
-"""
+#: The stylesheet of every HTML report and widget table: CSS declarations per element and
+#: per tone, written inline (``style="..."``) by :mod:`mirrorkit.report.render`, because
+#: notebook viewers and sanitizers drop ``<style>`` elements but keep inline styles.
+CSS = {
+    "report": f"font-family:{FONT_FAMILY};font-size:{FONT_SIZE_PX}px;line-height:1.4",
+    "table": "border-collapse:collapse;margin:4px 0",
+    "th": f"padding:2px 10px;text-align:left;font-weight:600;border-bottom:1px solid {BORDER}",
+    "td": "padding:2px 10px;text-align:left;vertical-align:top;white-space:nowrap",
+    "p": "margin:4px 0;white-space:pre-wrap",
+    "good": f"color:{GOOD}",
+    "bad": f"color:{BAD};font-weight:bold",
+    "warn": f"color:{WARN}",
+    "muted": f"color:{MUTED}",
+}
+#: The tones a line or a table cell can have.
+TONES = ("good", "bad", "warn", "muted")

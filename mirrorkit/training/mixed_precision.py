@@ -17,14 +17,14 @@ the process-wide Keras policy for a ``with`` block only.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
-from mirrorkit.report.tables import html_table, number, text_table
+from mirrorkit.report.render import Line, Report, Reported
+from mirrorkit.report.values import number
 
 #: Policies :func:`run_loss_scale` accepts -> what each one does.
 MIXED_PRECISION_POLICIES: dict[str, str] = {
@@ -116,8 +116,8 @@ class LossScaleStep:
     grad_norm: float
 
 
-@dataclass(frozen=True)
-class LossScaleHistory:
+@dataclass(frozen=True, repr=False)
+class LossScaleHistory(Reported):
     """What :func:`run_loss_scale` returns; prints as text and renders as HTML.
 
     Attributes:
@@ -173,20 +173,13 @@ class LossScaleHistory:
             ("grad norm", [_number(r.grad_norm) for r in rs]),
         ]
 
-    def __str__(self) -> str:
-        lines = [self._headline(), *text_table(self._columns()), *self.notes]
-        return "\n".join(line.rstrip() for line in lines)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        def style(head: str, cell: str) -> str:
-            return "color:#cf222e;font-weight:bold" if cell in ("YES", "skipped") else ""
-
-        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
-        return (
-            f"<div><p><strong>{html.escape(self._headline())}</strong></p>"
-            f"{html_table(self._columns(), style)}{notes}</div>"
+    def report(self) -> Report:
+        """The history as a report: the policy, one row per step, the notes."""
+        return Report(
+            headline=(self._headline(),),
+            columns=self._columns(),
+            lines=tuple(Line(n) for n in self.notes),
+            cell_tones={"overflow": {"YES": "bad"}, "update": {"skipped": "bad"}},
         )
 
 

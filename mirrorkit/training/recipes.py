@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from mirrorkit.report.render import Report, Reported
+
 # The linear function the examples learn: y = x . TRUE_WEIGHTS + TRUE_BIAS.
 TRUE_WEIGHTS = (1.0, -2.0, 3.0, 0.5)
 TRUE_BIAS = 1.0
@@ -215,8 +217,8 @@ def fit_training(
     }
 
 
-@dataclass(frozen=True)
-class WeightComparison:
+@dataclass(frozen=True, repr=False)
+class WeightComparison(Reported):
     """How two sets of weights differ.
 
     Attributes:
@@ -234,12 +236,18 @@ class WeightComparison:
     max_abs_difference: float
     arrays: int
 
-    def __str__(self) -> str:
+    def report(self) -> Report:
+        """The comparison as a one-line report.
+
+        Example:
+            >>> from mirrorkit.training.recipes import compare_weights
+            >>> print(compare_weights([[1.0, 2.0]], [[1.0, 2.5]]))
+            1 weight arrays: different (largest difference 0.5)
+        """
         verdict = "identical, bit for bit" if self.equal else "different"
-        return (
-            f"{self.arrays} weight arrays: {verdict} "
-            f"(largest difference {self.max_abs_difference:.3g})"
-        )
+        difference = f"largest difference {self.max_abs_difference:.3g}"
+        line = f"{self.arrays} weight arrays: {verdict} ({difference})"
+        return Report(headline=(line,), tone="good" if self.equal else "warn")
 
 
 def compare_weights(first: list, second: list) -> WeightComparison:

@@ -170,7 +170,7 @@ def test_text_and_html_reprs(devices):
     assert "Memory copy on this machine:" in text
     assert "busbw/copy" in text and "one_device" in text
     page = result._repr_html_()
-    assert page.startswith('<div class="mirrorkit-table">') and "<table>" in page
+    assert page.startswith('<div class="mirrorkit-report"') and "<table " in page
     best = result.best("1KiB")
     assert best["one_device"].bytes == 1024
 

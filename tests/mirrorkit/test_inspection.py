@@ -114,7 +114,7 @@ def test_html_representation_is_a_table_and_escapes(strategy):
     with strategy.scope():
         model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, name="a<b")])
     text = mk.inspect(model)._repr_html_()
-    assert text.startswith('<div class="mirrorkit-table">')
+    assert text.startswith('<div class="mirrorkit-report"')
     assert text.count("<tr>") == 1 + 2
     assert "a&lt;b" in text and "a<b" not in text
 
@@ -155,7 +155,7 @@ def test_keras_variables_in_a_list_are_named_by_path(strategy):
 
 
 def test_tables_with_no_rows_still_print():
-    from mirrorkit.report.tables import html_table, text_table
+    from mirrorkit.report.render import html_table, text_table
 
     assert text_table([("step", []), ("replica", [])]) == ["step  replica"]
     assert "<tbody></tbody>" in html_table([("step", [])])

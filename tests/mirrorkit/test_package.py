@@ -9,7 +9,8 @@ PACKAGE = Path(mk.__file__).parent
 
 
 def test_public_names_resolve_and_are_documented_with_examples():
-    assert set(mk.__all__) <= set(dir(mk))  # listed in __init__.pyi, loaded on use
+    # Listed in __init__.pyi, loaded on use.
+    assert set(mk.__all__) <= set(dir(mk))
     for name in mk.__all__:
         value = getattr(mk, name)
         if callable(value):

@@ -5,7 +5,8 @@ from tests.mirrorkit.test_devices import run_fresh
 
 
 def test_public_names_resolve_and_are_documented_with_examples():
-    assert set(mirrorwidgets.__all__) <= set(dir(mirrorwidgets))  # listed in __init__.pyi, loaded on use
+    # Listed in __init__.pyi, loaded on use.
+    assert set(mirrorwidgets.__all__) <= set(dir(mirrorwidgets))
     for name in mirrorwidgets.__all__:
         value = getattr(mirrorwidgets, name)
         assert "Example:" in (pyinspect.getdoc(value) or ""), f"{name} has no runnable example"

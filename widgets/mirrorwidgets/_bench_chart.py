@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from mirrorkit.report.render import html_table
 from mirrorkit.report.units import format_percent, format_rate, format_seconds, format_size
 from mirrorwidgets import _chart, _render as r
 
@@ -187,50 +188,36 @@ def chart_svg(records: Sequence, counts: Sequence[int], all_counts: Sequence[int
 
 
 def table_html(records: Sequence, copy_bw: float) -> str:
-    """The exact numbers, one row per record."""
-    head = (
-        "algorithm",
-        "replicas",
-        "size",
-        "time (median)",
-        "spread (IQR)",
-        "min",
-        "max",
-        "repeats",
-        "algbw",
-        "busbw",
-        "busbw/copy",
-    )
-    cell = "padding:1px 8px;text-align:right;white-space:nowrap;border-bottom:1px solid #d0d7de"
-    rows = ["<tr>" + "".join(f'<th style="{cell}">{r.esc(h)}</th>' for h in head) + "</tr>"]
-    for rec in records:
-        share = (
-            format_percent(rec.fraction_of_copy_bw)
-            if copy_bw > 0 and math.isfinite(rec.fraction_of_copy_bw)
-            else "n/a"
-        )
-        values = (
-            rec.algorithm,
-            rec.replicas,
-            format_size(rec.bytes),
-            format_seconds(rec.median_s),
-            format_seconds(rec.iqr_s),
-            format_seconds(rec.min_s),
-            format_seconds(rec.max_s),
-            rec.repeats,
-            format_rate(rec.algbw),
-            format_rate(rec.busbw),
-            share,
-        )
-        rows.append(
-            f'<tr class="mw-row" data-algorithm="{r.esc(rec.algorithm)}" '
-            f'data-replicas="{rec.replicas}" data-bytes="{rec.bytes}">'
-            + "".join(f'<td style="{cell}">{r.esc(v)}</td>' for v in values)
-            + "</tr>"
-        )
-    return (
-        f'<table class="mw-table" style="{r.FONT};border-collapse:collapse">{"".join(rows)}</table>'
-    )
+    """The exact numbers, one row per record (mirrorkit's one table renderer)."""
+
+    def share(rec) -> str:
+        if copy_bw > 0 and math.isfinite(rec.fraction_of_copy_bw):
+            return format_percent(rec.fraction_of_copy_bw)
+        return "n/a"
+
+    columns = [
+        ("algorithm", [rec.algorithm for rec in records]),
+        ("replicas", [str(rec.replicas) for rec in records]),
+        ("size", [format_size(rec.bytes) for rec in records]),
+        ("time (median)", [format_seconds(rec.median_s) for rec in records]),
+        ("spread (IQR)", [format_seconds(rec.iqr_s) for rec in records]),
+        ("min", [format_seconds(rec.min_s) for rec in records]),
+        ("max", [format_seconds(rec.max_s) for rec in records]),
+        ("repeats", [str(rec.repeats) for rec in records]),
+        ("algbw", [format_rate(rec.algbw) for rec in records]),
+        ("busbw", [format_rate(rec.busbw) for rec in records]),
+        ("busbw/copy", [share(rec) for rec in records]),
+    ]
+    rows = [
+        {
+            "class": "mw-row",
+            "data-algorithm": rec.algorithm,
+            "data-replicas": rec.replicas,
+            "data-bytes": rec.bytes,
+        }
+        for rec in records
+    ]
+    return html_table(columns, css_class="mw-table", row_attributes=rows)
 
 
 def skipped_html(skipped: dict[str, str]) -> str:

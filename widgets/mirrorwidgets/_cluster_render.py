@@ -12,6 +12,7 @@ import base64
 import io
 import math
 
+from mirrorkit.report.render import Html, html_table
 from mirrorwidgets import _chart, _render as r
 from mirrorwidgets._routes import device_label, route
 
@@ -141,35 +142,32 @@ def _clip(text: str) -> str:
 
 
 def table_html(status) -> str:
-    cell = "padding:2px 8px;border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top"
+    """One row per worker: its state, last step and loss, message and last line."""
+    rows = [_row(worker) for worker in status.workers]
     heads = ("worker", "state", "step", "loss", "message", "last line")
-    rows = ["<tr>" + "".join(f'<th style="{cell}">{h}</th>' for h in heads) + "</tr>"]
-    for worker in status.workers:
-        state, color = worker.state, STATE_COLORS[worker.state]
-        badge = (
-            f'<span class="mw-state" style="color:white;background:{color};'
-            f'border-radius:3px;padding:0 4px">{state}</span>'
-        )
-        step = "-" if worker.step is None else str(worker.step)
-        loss = f"{worker.losses[-1][1]:.4g}" if worker.losses else "-"
-        message = f'<span style="color:{color}">{_clip(worker.message)}</span>'
-        line = _clip(worker.last_output[-1]) if worker.last_output else ""
-        cells = (
-            r.esc(worker_label(worker.worker)),
-            badge,
-            f'<span class="mw-step">{step}</span>',
-            f'<span class="mw-loss">{loss}</span>',
-            message,
-            f'<code style="white-space:pre-wrap">{line}</code>',
-        )
-        rows.append(
-            f'<tr class="mw-worker" data-worker="{worker.worker}" data-state="{state}">'
-            + "".join(f'<td style="{cell}">{c}</td>' for c in cells)
-            + "</tr>"
-        )
+    columns = [(head, [row[i] for row in rows]) for i, head in enumerate(heads)]
+    attributes = [
+        {"class": "mw-worker", "data-worker": w.worker, "data-state": w.state}
+        for w in status.workers
+    ]
+    return html_table(columns, css_class="mw-cluster-table", row_attributes=attributes)
+
+
+def _row(worker) -> tuple[str, ...]:
+    color = STATE_COLORS[worker.state]
+    step = "-" if worker.step is None else str(worker.step)
+    loss = f"{worker.losses[-1][1]:.4g}" if worker.losses else "-"
+    line = _clip(worker.last_output[-1]) if worker.last_output else ""
     return (
-        f'<table class="mw-cluster-table" style="{r.FONT};border-collapse:collapse">'
-        f"{''.join(rows)}</table>"
+        worker_label(worker.worker),
+        Html(
+            f'<span class="mw-state" style="color:white;background:{color};'
+            f'border-radius:3px;padding:0 4px">{worker.state}</span>'
+        ),
+        Html(f'<span class="mw-step">{step}</span>'),
+        Html(f'<span class="mw-loss">{loss}</span>'),
+        Html(f'<span style="color:{color}">{_clip(worker.message)}</span>'),
+        Html(f'<code style="white-space:pre-wrap">{line}</code>'),
     )
 
 

@@ -1,0 +1,72 @@
+"""Short, stable text for devices and array values, as every report writes them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+SMALL = 8  # arrays with at most this many elements are shown in full
+
+
+def short_device(name: str) -> str:
+    """A device name without what every device here shares; another job's device keeps its task.
+
+    Example:
+        >>> from mirrorkit.report.values import short_device
+        >>> short_device("/job:localhost/replica:0/task:0/device:CPU:1")
+        'CPU:1'
+        >>> short_device("/job:worker/replica:0/task:1/device:CPU:0")
+        'worker:1/CPU:0'
+    """
+    if not name:
+        return "?"
+    parts = dict(p.split(":", 1) for p in name.strip("/").split("/") if ":" in p)
+    device = name.rsplit("device:", 1)[-1] if "device:" in name else name
+    job = parts.get("job")
+    if job and job != "localhost":
+        return f"{job}:{parts.get('task', '0')}/{device}"
+    return device
+
+
+def number(x) -> str:
+    """A scalar as short text: booleans and whole numbers exactly, others to 4 digits.
+
+    Example:
+        >>> from mirrorkit.report.values import number
+        >>> number(3.0), number(2 / 3), number(True)
+        ('3', '0.6667', 'True')
+    """
+    if isinstance(x, np.bool_ | bool):
+        return str(bool(x))
+    if isinstance(x, np.integer | int):
+        return str(int(x))
+    x = float(x)
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.4g}"
+
+
+def summarize(array: np.ndarray) -> str:
+    """The values themselves when few, else mean / min / max.
+
+    Example:
+        >>> import numpy as np
+        >>> from mirrorkit.report.values import summarize
+        >>> summarize(np.array([1.0, 2.5])), summarize(np.arange(100.0))
+        ('[1, 2.5]', 'mean 49.5, min 0, max 99')
+    """
+    array = np.asarray(array)
+    if array.size == 0:
+        return "empty"
+    if array.ndim == 0:
+        return number(array[()])
+    if array.size <= SMALL:
+        return _nested(array)
+    if array.dtype.kind in "biuf":
+        return f"mean {number(array.mean())}, min {number(array.min())}, max {number(array.max())}"
+    return f"{array.size} values"
+
+
+def _nested(array: np.ndarray) -> str:
+    if array.ndim == 1:
+        return "[" + ", ".join(number(x) for x in array) + "]"
+    return "[" + ", ".join(_nested(sub) for sub in array) + "]"
