@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 import mirrorkit as mk
-from mirrorkit.checks.verdicts import equivalence as eq
+from mirrorkit.checks import equivalence as eq
 
 PER_EXAMPLE = keras.losses.MeanSquaredError(reduction="none")
 KERAS_DEFAULT = keras.losses.MeanSquaredError()  # reduction="sum_over_batch_size"

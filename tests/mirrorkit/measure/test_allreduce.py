@@ -263,7 +263,7 @@ def test_cli_real_run_writes_json(tmp_path):
     ],
 )
 def test_cli_argument_errors(args, message, capsys):
-    from mirrorkit.measure import main
+    from mirrorkit.measure.command import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(args)
