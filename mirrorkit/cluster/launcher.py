@@ -24,7 +24,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -547,14 +547,7 @@ class _Session:
         report the peer's exit first.
         """
         deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                channel, line = self.messages.get(timeout=left)
-            except queue.Empty:
-                return
-            if line is None or channel != "out":
-                continue
-            message = p.decode(line)
+        for message in self._messages_until(lambda: deadline - time.monotonic()):
             if isinstance(message, p.Exit):
                 self._note_exit(message.worker, message.returncode)
             elif not isinstance(message, p.Done | p.Fatal):
@@ -662,19 +655,22 @@ class _Session:
 
     def _drain_exits(self) -> None:
         """Record how the workers stopped during shutdown ended (their last messages)."""
-        while True:
-            try:
-                channel, line = self.messages.get(timeout=0.5)
-            except queue.Empty:
-                return
-            if line is None or channel != "out":
-                continue
-            message = p.decode(line)
+        for message in self._messages_until(lambda: 0.5):
             if isinstance(message, p.Exit):
                 how = _procs.describe_exit(message.returncode)
                 self.record.exits.setdefault(message.worker, how)
             elif isinstance(message, p.Stopped):
                 return
+
+    def _messages_until(self, wait: Callable[[], float]) -> Iterator[p.SupervisorMessage]:
+        """The supervisor's next messages, until none comes within ``wait()`` seconds."""
+        while (left := wait()) > 0:
+            try:
+                channel, line = self.messages.get(timeout=left)
+            except queue.Empty:
+                return
+            if line is not None and channel == "out":
+                yield p.decode(line)
 
     def _result(self, worker: int) -> Any:
         path = self.run_dir / p.result_file(worker)
