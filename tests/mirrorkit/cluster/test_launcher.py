@@ -8,14 +8,13 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
 import mirrorkit as mk
 from mirrorkit.cluster import _procs
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 MARKER = "mirrorkit-cluster-"  # in every supervisor's and worker's command line
 
 

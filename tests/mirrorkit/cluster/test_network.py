@@ -6,13 +6,11 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from mirrorkit.cluster import _procs
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import ROOT
 
 PROBE = textwrap.dedent(
     """

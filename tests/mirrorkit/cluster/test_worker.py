@@ -7,14 +7,12 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 import mirrorkit as mk
 from mirrorkit.cluster import _procs
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import ROOT
 
 TRAIN = textwrap.dedent(
     """

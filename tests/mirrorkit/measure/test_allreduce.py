@@ -3,7 +3,6 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,8 @@ from mirrorkit.measure.allreduce import (
 )
 from mirrorkit.report.units import parse_size
 from mirrorkit.strategy import make_strategy
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TINY = dict(sizes=[64, "1KiB"], repeats=2, warmup=1, copy_bytes=1 << 20)
 
 
