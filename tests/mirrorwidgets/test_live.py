@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-import base64
+import re
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from mirrorkit.report import style
 from mirrorwidgets import LiveTrainingCallback, LiveTrainingHook, LiveTrainingView
 from mirrorwidgets._throttle import Throttle
 
@@ -96,11 +97,14 @@ def test_view_records_per_replica_values(strategy):
     html = view.snapshot_html()
     assert "step 5" in html and "2.0 ms" in html and "fit loss 1.5" in html
     assert html.count('class="mw-cell"') == 4
-    assert "base64," not in html  # the first plot waits for plot_interval
+    assert "mw-live-loss" not in html  # the first chart waits for plot_interval
     view.refresh_plot()
     html = view.snapshot_html()
-    png = html.split("base64,")[1].split('"')[0]
-    assert base64.b64decode(png).startswith(b"\x89PNG")
+    assert html.count('<svg class="mw-live-loss"') == 1
+    # One step so far: each replica's line is one dot, in its palette colour.
+    dots = re.findall(r'<circle class="mw-series" data-series="([^"]+)"[^>]* fill="([^"]+)"', html)
+    assert dots == [(f"replica {i}", style.SERIES[i]) for i in range(4)]
+    assert "replica 3: 3 at step 5" in html
     bundle = view._repr_mimebundle_()
     assert bundle["text/html"] == html
     grid = view._grid
@@ -109,13 +113,26 @@ def test_view_records_per_replica_values(strategy):
     assert view.history["step"] == [5, 6]
 
 
+def test_a_long_history_is_thinned_but_keeps_the_last_step():
+    view = LiveTrainingView(max_points=10)
+    for step in range(1, 26):
+        view.record(step, tf.constant(1.0 / step))
+    steps = view.history["step"]
+    assert len(steps) <= 10 and steps[0] == 1 and steps[-1] == 25
+    assert steps == sorted(steps)
+    assert all(len(values) == len(steps) for values in view.history.values())
+    view.refresh_plot()
+    line = re.search(r'<polyline class="mw-series"[^>]* points="([^"]+)"', view._plot.value)
+    assert len(line.group(1).split()) == len(steps)  # every step kept is drawn
+
+
 def test_hook_throttles_and_reads_only_when_due(strategy):
     hook = LiveTrainingHook(min_interval=3600)
     assert hook.step(strategy.run(lambda: tf.constant(1.0)))
     assert not hook.step("not read when not due")  # nothing is read on skipped steps
     assert hook.steps == 2 and hook.updates == 1 and hook.view.step == 1
     hook.finish()
-    assert len(hook.view._lines) == 4
+    assert hook.view._plot.value.count('class="mw-series"') == 4  # a line per replica
     with pytest.raises(ValueError, match="budget"):
         LiveTrainingHook(budget=0)
 
@@ -163,8 +180,10 @@ def test_callback_streams_per_replica_loss_during_fit(strategy, seeded):
     assert all(t is not None and t > 0 for t in live.view.history["step_time"])
     html = live.view.snapshot_html()
     assert "fit loss" in html
-    assert "data:image/png;base64," in html  # on_train_end drew the final plot
-    assert live.view._lines[3].get_xdata()[-1] == 8  # replica 3's line reaches the last step
+    assert '<svg class="mw-live-loss"' in html  # on_train_end drew the final chart
+    line = re.search(r'<polyline class="mw-series" data-series="replica 3" points="([^"]+)"', html)
+    assert len(line.group(1).split()) == 8  # a point per step
+    assert re.search(r"<title>replica 3: [^<]* at step 8</title>", html)  # up to the last step
 
 
 def test_callback_rejects_bad_probe(strategy):

@@ -1,6 +1,6 @@
 """Inline-SVG drawing and checks for AllReduceChart: time and busbw vs message size, log-log.
 
-Drawn as text with fixed rounding, so the same benchmark always gives the same SVG.
+Drawn with the widgets' one chart engine, :mod:`mirrorwidgets._plot`.
 """
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from mirrorkit.report import style
 from mirrorkit.report.render import html_table
 from mirrorkit.report.units import format_percent, format_rate, format_seconds, format_size
-from mirrorwidgets import _chart, _render as r
+from mirrorwidgets import _plot as plot, _render as r
 
 WIDTH = 560
 LEFT, RIGHT, TOP = 64, 14, 18
@@ -19,14 +20,14 @@ INSET = 12  # keeps the first and last size off the panel's sides
 
 # Fixed colors for the algorithms of mirrorkit.make_strategy; others get palette colors.
 ALGORITHM_COLORS = {
-    "collective": "#0969da",
-    "one_device": "#bc4c00",
-    "hierarchical_copy": "#1a7f37",
-    "nccl": "#8250df",
+    "collective": style.BLUE,
+    "one_device": style.ORANGE,
+    "hierarchical_copy": style.GOOD,
+    "nccl": style.PURPLE,
 }
 # One dash pattern per replica count when several are drawn (solid for the first).
-DASHES = ("", "6,3", "2,2", "8,3,2,3", "1,3", "10,4")
-AMBER = "#9a6700"
+DASHES = plot.DASHES
+AMBER = style.WARN
 
 
 def check_records(records: Sequence) -> None:
@@ -98,13 +99,13 @@ def chart_svg(records: Sequence, counts: Sequence[int], all_counts: Sequence[int
     axis_y = busbw_top + PANEL
     height = axis_y + BOTTOM + LEGEND_ROW * len(lines) + 4
 
-    lo2, hi2 = _chart.log_range([rec.bytes for rec in shown], 2)
+    lo2, hi2 = plot.log_range([rec.bytes for rec in shown], 2)
 
     def x(nbytes: int) -> float:
         return LEFT + INSET + (math.log2(nbytes) - lo2) / (hi2 - lo2) * (plot_w - 2 * INSET)
 
     def y_axis(top: float, values: list[float]):
-        lo, hi = _chart.log_range(values, 10)
+        lo, hi = plot.log_range(values, 10)
         low, high = lo - 0.1, hi + 0.1  # keep points off the frame
 
         def y(value: float) -> float:
@@ -116,36 +117,31 @@ def chart_svg(records: Sequence, counts: Sequence[int], all_counts: Sequence[int
     # --- time panel
     times = [v for rec in shown for v in (rec.median_s, rec.min_s, rec.max_s) if v > 0]
     lo, hi, y_time = y_axis(TOP, times)
-    parts.append(
-        _chart.frame(TOP, PANEL, plot_w, "time per all-reduce (median; min-max)", left=LEFT)
-    )
-    for e in _chart.log_ticks(lo, hi):
-        parts.append(_chart.grid_line(y_time(10.0**e), plot_w, format_seconds(10.0**e), left=LEFT))
+    parts.append(plot.frame(TOP, PANEL, plot_w, "time per all-reduce (median; min-max)", left=LEFT))
+    for e in plot.log_ticks(lo, hi):
+        parts.append(plot.grid_line(y_time(10.0**e), plot_w, format_seconds(10.0**e), left=LEFT))
     # --- busbw panel, with the memory-copy bandwidth as the reference
     rates = [rec.busbw for rec in shown] + ([copy_bw] if copy_bw > 0 else [])
     lo, hi, y_bw = y_axis(busbw_top, rates)
-    parts.append(_chart.frame(busbw_top, PANEL, plot_w, "busbw (bus bandwidth)", left=LEFT))
-    for e in _chart.log_ticks(lo, hi):
-        parts.append(_chart.grid_line(y_bw(10.0**e), plot_w, format_rate(10.0**e), left=LEFT))
+    parts.append(plot.frame(busbw_top, PANEL, plot_w, "busbw (bus bandwidth)", left=LEFT))
+    for e in plot.log_ticks(lo, hi):
+        parts.append(plot.grid_line(y_bw(10.0**e), plot_w, format_rate(10.0**e), left=LEFT))
     if copy_bw > 0:
         y = y_bw(copy_bw)
         parts.append(
             f'<line class="mw-copy-bw" x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" '
-            f'y2="{y:.1f}" stroke="{r.RED}" stroke-width="1" stroke-dasharray="5,3">'
+            f'y2="{y:.1f}" stroke="{style.BAD}" stroke-width="1" stroke-dasharray="5,3">'
             f"<title>memory copy on this machine: {format_rate(copy_bw)}</title></line>"
             f'<text class="mw-copy-bw-label" x="{LEFT + plot_w - 4}" y="{y - 4:.1f}" '
-            f'text-anchor="end" fill="{r.RED}">memory copy {format_rate(copy_bw)}</text>'
+            f'text-anchor="end" fill="{style.BAD}">memory copy {format_rate(copy_bw)}</text>'
         )
     # --- one line per (algorithm, replicas) in each panel
     for algorithm, n, points in lines:
         color, dash = colors[algorithm], dashes[n] if several else ""
-        style = f'fill="none" stroke="{color}" stroke-width="1.5"'
-        style += f' stroke-dasharray="{dash}"' if dash else ""
         data = f'data-algorithm="{r.esc(algorithm)}" data-replicas="{n}"'
         for css, y, field in (("mw-time", y_time, "median_s"), ("mw-busbw", y_bw, "busbw")):
-            if len(points) > 1:
-                xy = " ".join(f"{x(p.bytes):.1f},{y(getattr(p, field)):.1f}" for p in points)
-                parts.append(f'<polyline class="{css}" {data} points="{xy}" {style}/>')
+            xy = [(x(p.bytes), y(getattr(p, field))) for p in points]
+            parts.append(plot.line(xy, css, color, dash=dash, attrs=f" {data}", dot=False))
         for p in points:
             px = f"{x(p.bytes):.1f}"
             if p.min_s > 0 and p.max_s > 0:
@@ -162,21 +158,17 @@ def chart_svg(records: Sequence, counts: Sequence[int], all_counts: Sequence[int
                     f'fill="{color}"><title>{title}</title></circle>'
                 )
     # --- shared size axis
-    for e in _chart.log_ticks(lo2, hi2):
-        parts.append(_chart.x_tick(x(2**e), axis_y, format_size(2**e)))
+    for e in plot.log_ticks(lo2, hi2):
+        parts.append(plot.x_tick(x(2**e), axis_y, format_size(2**e)))
     parts.append(
-        f'<text x="{LEFT + plot_w}" y="{axis_y + 27}" text-anchor="end" fill="{r.GREY}">'
-        "message size per replica (float32), log2 axis</text>"
+        plot.x_label(LEFT + plot_w, axis_y + 27, "message size per replica (float32), log2 axis")
     )
     # --- legend
     for i, (algorithm, n, _) in enumerate(lines):
         y = axis_y + BOTTOM + LEGEND_ROW * i + 8
         dash = dashes[n] if several else ""
-        dashed = f' stroke-dasharray="{dash}"' if dash else ""
         parts.append(
-            f'<line class="mw-legend" x1="{LEFT}" y1="{y - 3}" x2="{LEFT + 28}" y2="{y - 3}" '
-            f'stroke="{colors[algorithm]}" stroke-width="1.5"{dashed}/>'
-            f'<text x="{LEFT + 34}" y="{y}">{r.esc(algorithm)}, {n} replicas</text>'
+            plot.legend_entry(LEFT, y, colors[algorithm], f"{algorithm}, {n} replicas", dash=dash)
         )
     names = ", ".join(dict.fromkeys(algorithm for algorithm, _, _ in lines))
     title = (
@@ -184,7 +176,7 @@ def chart_svg(records: Sequence, counts: Sequence[int], all_counts: Sequence[int
         f"{'/'.join(map(str, counts))} replicas"
         + (f"; memory copy {format_rate(copy_bw)}" if copy_bw > 0 else "")
     )
-    return _chart.svg("mw-all-reduce-chart", WIDTH, height, title, parts)
+    return plot.svg("mw-all-reduce-chart", WIDTH, height, title, parts)
 
 
 def table_html(records: Sequence, copy_bw: float) -> str:

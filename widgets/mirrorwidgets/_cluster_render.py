@@ -1,4 +1,4 @@
-"""Drawing a ClusterStatus: the graphviz topology, the per-worker table, the loss plot.
+"""Drawing a ClusterStatus: the graphviz topology, the per-worker table, the loss chart.
 
 Everything here is a pure function of the status, so the same events always give the
 same HTML (what nbval compares in the book's saved outputs). The topology's nodes have a
@@ -8,22 +8,19 @@ rewrites it in the text) can never move anything else in the drawing.
 
 from __future__ import annotations
 
-import base64
-import io
-import math
-
+from mirrorkit.report import style
 from mirrorkit.report.render import Html, html_table
-from mirrorwidgets import _chart, _render as r
+from mirrorwidgets import _lines_chart as lc, _plot as plot, _render as r
 from mirrorwidgets._routes import device_label, route
 
 # Border / badge colour of each state (mirrorkit.WORKER_STATES), and the box's light fill.
 STATE_COLORS = {
-    "starting": _chart.AXIS,  # grey
-    "ready": _chart.BLUE,
-    "training": r.GREEN,
-    "finished": "#116329",  # dark green
-    "failed": r.RED,
-    "stopped": "#bc4c00",  # orange
+    "starting": style.AXIS,  # grey
+    "ready": style.BLUE,
+    "training": style.GOOD,
+    "finished": style.DARK_GREEN,
+    "failed": style.BAD,
+    "stopped": style.ORANGE,
 }
 TINTS = {
     "starting": "#f6f8fa",
@@ -33,7 +30,7 @@ TINTS = {
     "failed": "#ffebe9",
     "stopped": "#fff1e5",
 }
-RING = _chart.BLUE
+RING = style.BLUE
 _CLIP = 160  # characters of a message or printed line shown in the table
 
 
@@ -171,61 +168,48 @@ def _row(worker) -> tuple[str, ...]:
     )
 
 
-def _thin(points: list[tuple[int, float]], max_points: int) -> list[tuple[int, float]]:
-    """At most about ``max_points`` points: every k-th one, always keeping the last."""
-    if len(points) <= max_points:
-        return points
-    stride = math.ceil(len(points) / max_points)
-    last = len(points) - 1
-    return [p for i, p in enumerate(points) if i % stride == 0 or i == last]
-
-
 def loss_key(status, max_points: int) -> tuple:
-    """Changes whenever the plot would: losses are only ever appended."""
+    """Changes whenever the chart would: losses are only ever appended."""
     return (max_points, tuple(len(worker.losses) for worker in status.workers))
 
 
-def loss_figure(status, max_points: int):
-    """A matplotlib Figure: one loss line per worker that reported a loss; None if none did."""
+def loss_series(status, max_points: int) -> list[lc.Series]:
+    """One line per worker that reported a loss, thinned to about ``max_points`` points."""
     reporting = [worker for worker in status.workers if worker.losses]
-    if not reporting:
-        return None
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
-
-    figure = Figure(figsize=(5.0, 2.2), dpi=96)
-    FigureCanvasAgg(figure)
-    figure.subplots_adjust(left=0.13, right=0.98, top=0.95, bottom=0.2)
-    axes = figure.add_subplot()
-    axes.set_xlabel("step")
-    axes.set_ylabel("loss per worker")
-    axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
-    for worker in reporting:
-        steps, losses = zip(*_thin(worker.losses, max_points), strict=True)
-        # Workers in sync report the same loss: wider, paler lines for lower task
-        # indices keep every worker's line visible where they overlap.
-        axes.plot(
-            steps,
-            losses,
-            lw=1.2 + 2.0 * (len(reporting) - 1 - reporting.index(worker)) / len(reporting),
-            alpha=0.85,
-            marker="." if len(steps) == 1 else None,
-            color=f"C{worker.worker % 10}",  # a worker keeps its colour as others join
-            label=worker_label(worker.worker),
+    return [
+        lc.Series(
+            worker_label(worker.worker),
+            plot.thin(worker.losses, max_points),
+            look=worker.worker,  # a worker keeps its colour as others join
+            # Workers in sync report the same loss: wider, paler lines for lower task
+            # indices keep every worker's line visible where they overlap.
+            width=round(1.2 + 2.0 * (len(reporting) - 1 - i) / len(reporting), 2),
+            opacity=round(0.85 - 0.35 * (len(reporting) - 1 - i) / len(reporting), 2),
         )
+        for i, worker in enumerate(reporting)
+    ]
+
+
+def loss_svg(status, max_points: int) -> str:
+    """The loss chart as inline SVG; "" while no worker reported a loss."""
+    series = loss_series(status, max_points)
+    if not series:
+        return ""
+    return lc.lines_svg(series, css_class="mw-cluster-loss", label="loss per worker")
+
+
+def loss_figure(status, max_points: int):
+    """The same lines as a matplotlib Figure (for saving or restyling); None if none reported."""
+    series = loss_series(status, max_points)
+    if not series:
+        return None
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(5.0, 2.2), dpi=96, layout="constrained")
+    axes = figure.add_subplot(xlabel="step", ylabel="loss per worker")
+    for s in series:
+        steps, losses = zip(*s.points, strict=True)
+        color, _ = plot.series_look(s.look)
+        axes.plot(steps, losses, lw=s.width, alpha=s.opacity, color=color, label=s.label)
     axes.legend(fontsize=8, loc="upper right")
     return figure
-
-
-def png(figure) -> bytes:
-    buffer = io.BytesIO()
-    figure.canvas.print_png(buffer)
-    return buffer.getvalue()
-
-
-def image_html(data: bytes) -> str:
-    if not data:
-        return ""
-    encoded = base64.b64encode(data).decode()
-    return f'<img alt="loss per worker" src="data:image/png;base64,{encoded}"/>'

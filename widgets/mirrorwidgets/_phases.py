@@ -67,18 +67,3 @@ def read_steps(source, what: str) -> tuple[Phases, ...]:
 def check_order(steps: tuple[Phases, ...]) -> None:
     """Steps must increase, one bar each, in training order."""
     check_increasing(steps, "pass the steps in training order.")
-
-
-def thin(steps: tuple[Phases, ...], max_points: int) -> list[tuple[int, int, dict[str, float]]]:
-    """At most ``max_points`` bars: ``(first step, last step, mean phase times)`` each.
-
-    A longer run is cut into runs of consecutive steps of equal length (the last may be
-    shorter), each drawn as the mean of its steps, so the bars still add up to the run.
-    """
-    size = max(1, math.ceil(len(steps) / max_points))
-    bars = []
-    for start in range(0, len(steps), size):
-        chunk = steps[start : start + size]
-        means = {p: sum(getattr(s, p) for s in chunk) / len(chunk) for p in PHASES}
-        bars.append((chunk[0].step, chunk[-1].step, means))
-    return bars

@@ -6,22 +6,15 @@ import html
 
 import numpy as np
 
-# Sequential palette (viridis-like), interpolated between these stops.
-_STOPS = np.array(
-    [
-        [68, 1, 84],
-        [59, 82, 139],
-        [33, 145, 140],
-        [94, 201, 98],
-        [253, 231, 37],
-    ],
-    dtype=float,
-)
+from mirrorkit.report import style
 
-GREEN = "#1a7f37"
-RED = "#cf222e"
-GREY = "#57606a"
-FONT = "font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px"
+# The sequential palette (viridis), interpolated between its stops.
+_STOPS = np.array(style.SEQUENTIAL, dtype=float)
+
+GREEN = style.GOOD
+RED = style.BAD
+GREY = style.MUTED
+FONT = f"font-family:{style.FONT_FAMILY};font-size:{style.FONT_SIZE_PX}px"
 
 
 def esc(text) -> str:
@@ -35,6 +28,9 @@ def color(t: float) -> str:
     rgb = _STOPS[i] + (pos - i) * (_STOPS[i + 1] - _STOPS[i])
     red, green, blue = (int(round(c)) for c in rgb)
     return f"#{red:02x}{green:02x}{blue:02x}"
+
+
+_BAR = color(0.25)  # the histogram's bars: the sequential palette's second stop
 
 
 def _scale(value: float, lo: float, hi: float) -> float:
@@ -72,7 +68,7 @@ def histogram_svg(array: np.ndarray, lo: float, hi: float, *, bins: int = 24) ->
     top = max(int(counts.max()), 1) if counts.size else 1
     bars = "".join(
         f'<rect x="{i * step:.2f}" y="{height - height * c / top:.2f}" '
-        f'width="{step * 0.9:.2f}" height="{height * c / top:.2f}" fill="#3b528b"/>'
+        f'width="{step * 0.9:.2f}" height="{height * c / top:.2f}" fill="{_BAR}"/>'
         for i, c in enumerate(counts)
         if c
     )

@@ -1,8 +1,8 @@
 """Inline-SVG stacked bars for StepTimeline: input wait, compute and all-reduce per step.
 
-Drawn as text with fixed rounding, so the same steps always give the same SVG. Each
-bar's segment edges are rounded before the heights are taken, so the segments of a bar
-add up exactly to the bar's rounded total.
+Drawn with the widgets' one chart engine, :mod:`mirrorwidgets._plot`. Each bar's segment
+edges are rounded before the heights are taken, so the segments of a bar add up exactly to
+the bar's rounded total.
 """
 
 from __future__ import annotations
@@ -11,13 +11,15 @@ import math
 
 import numpy as np
 
+from mirrorkit.report import style
 from mirrorkit.report.units import format_seconds
-from mirrorwidgets import _chart, _render as r
-from mirrorwidgets._phases import PHASES, Phases, thin
+from mirrorwidgets import _plot as plot, _render as r
+from mirrorwidgets._phases import PHASES, Phases
 
 WIDTH = 520
-LEFT, RIGHT, TOP, HEIGHT, BOTTOM = 56, 14, 22, 160, 28
-COLORS = {"input_wait_s": "#bf8700", "compute_s": "#0969da", "all_reduce_s": "#8250df"}
+RIGHT, TOP, HEIGHT, BOTTOM = 14, 22, 160, 28
+LEFT = plot.LEFT
+COLORS = {"input_wait_s": style.YELLOW, "compute_s": style.BLUE, "all_reduce_s": style.PURPLE}
 NAMES = {"input_wait_s": "input wait", "compute_s": "compute", "all_reduce_s": "all-reduce"}
 OUTLIER = 3.0  # a bar this many times the 90th percentile is an outlier the axis leaves out
 
@@ -34,34 +36,48 @@ def axis_top(totals: list[float], y_max: float | None) -> float:
     return top if top > 0 else 1e-3
 
 
+def bars(steps: tuple[Phases, ...], max_points: int) -> list[tuple[int, int, dict[str, float]]]:
+    """At most ``max_points`` bars: ``(first step, last step, mean phase times)`` each.
+
+    A longer run is cut into the runs of consecutive steps that :func:`plot.thin` would
+    pick one step of (the last may be shorter); each is drawn as the mean of its steps, so
+    that the bars still add up to the run.
+    """
+    size = plot.stride(len(steps), max_points)
+    out = []
+    for start in range(0, len(steps), size):
+        chunk = steps[start : start + size]
+        means = {p: sum(getattr(s, p) for s in chunk) / len(chunk) for p in PHASES}
+        out.append((chunk[0].step, chunk[-1].step, means))
+    return out
+
+
 def _round(value: float) -> float:
     return float(f"{value:.1f}")
 
 
 def timeline_svg(steps: tuple[Phases, ...], *, max_points: int, y_max: float | None):
     """The stacked bars and the steps whose bars go beyond the axis (``(step, total)``)."""
-    bars = thin(steps, max_points)
-    totals = [sum(means.values()) for _, _, means in bars]
+    drawn = bars(steps, max_points)
+    totals = [sum(means.values()) for _, _, means in drawn]
     top = axis_top(totals, y_max)
-    tick = _chart.nice_step(top, 4)
+    tick = plot.nice_step(top, 4)
     top = math.ceil(top / tick - 1e-9) * tick
     plot_w = WIDTH - LEFT - RIGHT
     axis_y = TOP + HEIGHT
-    slot = plot_w / len(bars)
+    slot = plot_w / len(drawn)
     width = max(slot * 0.8, 0.5)
-    merged = any(first != last for first, last, _ in bars)
+    merged = any(first != last for first, last, _ in drawn)
 
     def y(seconds: float) -> float:
         return axis_y - min(seconds, top) / top * HEIGHT
 
     label = "seconds per step" + (" (each bar: the mean of consecutive steps)" if merged else "")
-    parts = [_chart.frame(TOP, HEIGHT, plot_w, label)]
-    value = 0.0
-    while value <= top + 1e-12:
-        parts.append(_chart.grid_line(y(value), plot_w, format_seconds(value) if value else "0"))
-        value += tick
+    parts = [plot.frame(TOP, HEIGHT, plot_w, label)]
+    for value in plot.ticks(0.0, top, tick):
+        parts.append(plot.grid_line(y(value), plot_w, format_seconds(value) if value else "0"))
     clipped = []
-    for i, ((first, last, means), total) in enumerate(zip(bars, totals, strict=True)):
+    for i, ((first, last, means), total) in enumerate(zip(drawn, totals, strict=True)):
         x = LEFT + i * slot + (slot - width) / 2
         steps_text = f"step {first}" if first == last else f"steps {first}-{last} (mean)"
         shares = " + ".join(f"{NAMES[p]} {format_seconds(means[p])}" for p in PHASES)
@@ -86,22 +102,19 @@ def timeline_svg(steps: tuple[Phases, ...], *, max_points: int, y_max: float | N
             clipped.append((first, total))
             parts.append(
                 f'<text class="mw-over" data-step="{first}" x="{x + width / 2:.1f}" '
-                f'y="{TOP - 2}" text-anchor="middle" fill="{r.RED}">&#9650;'
+                f'y="{TOP - 2}" text-anchor="middle" fill="{style.BAD}">&#9650;'
                 f"<title>{r.esc(title)} (beyond the axis)</title></text>"
             )
-    every = max(1, math.ceil(len(bars) / 8))
-    for i in range(0, len(bars), every):
-        parts.append(_chart.x_tick(LEFT + (i + 0.5) * slot, axis_y, str(bars[i][0])))
-    parts.append(
-        f'<text x="{LEFT - 12}" y="{axis_y + 15}" text-anchor="end" fill="{r.GREY}">step</text>'
-    )
+    for i in plot.ticks(0, len(drawn) - 1, max(1, math.ceil(len(drawn) / 8))):
+        parts.append(plot.x_tick(LEFT + (i + 0.5) * slot, axis_y, str(drawn[i][0])))
+    parts.append(plot.x_label(LEFT - 12, axis_y + 15, "step"))
     height = axis_y + BOTTOM
     title = (
         f"time per training step, {len(steps)} step{'' if len(steps) == 1 else 's'} as "
-        f"{len(bars)} bar{'' if len(bars) == 1 else 's'}, stacked: input wait, compute, "
+        f"{len(drawn)} bar{'' if len(drawn) == 1 else 's'}, stacked: input wait, compute, "
         f"all-reduce; axis up to {format_seconds(top)}"
     )
-    return _chart.svg("mw-step-timeline", WIDTH, height, title, parts), clipped, top
+    return plot.svg("mw-step-timeline", WIDTH, height, title, parts), clipped, top
 
 
 def legend_html() -> str:

@@ -29,7 +29,7 @@ class ClusterView(SnapshotMixin, w.VBox):
     (``STATE_COLORS``: starting grey, ready blue, training green, finished dark green,
     failed red, stopped orange) and the ring all-reduce between workers; (b) a table of
     each worker's state, last step, last loss, why it failed or stopped, and the last line
-    it printed; (c) once a worker reports a loss, one matplotlib loss line per worker.
+    it printed; (c) once a worker reports a loss, one loss line per worker (inline SVG).
 
     Redraws are throttled: at most every ``min_interval`` seconds and within ``budget`` of
     the wall time (the loss plot at most every ``plot_interval`` seconds); an event that
@@ -97,10 +97,10 @@ class ClusterView(SnapshotMixin, w.VBox):
         self._throttle = Throttle(self.min_interval, self.budget)
         self._plotted_at = -float("inf")
         self._svg_cache: tuple[str, str] = ("", "")
-        self._png_cache: tuple[tuple | None, bytes] = (None, b"")
+        self._plot_cache: tuple[tuple | None, str] = (None, "")
         self._header = w.HTML()
         self._topology = w.HTML()
-        self._plot = w.Image(format="png", layout=w.Layout(max_width="520px", display="none"))
+        self._plot = w.HTML(layout=w.Layout(display="none"))
         self._table = w.HTML()
         self.children = [self._header, w.HBox([self._topology, self._plot]), self._table]
         try:
@@ -213,7 +213,10 @@ class ClusterView(SnapshotMixin, w.VBox):
             self._draw(plot=True)
 
     def loss_figure(self):
-        """The loss plot: a matplotlib Figure with one line per worker that reported a loss.
+        """The loss chart's lines as a matplotlib Figure, to save or restyle.
+
+        The view itself draws them as inline SVG; this gives the same points (thinned to
+        ``max_points``) and colours as a ``matplotlib.figure.Figure``.
 
         Returns:
             A new ``matplotlib.figure.Figure``, or ``None`` while no worker reported a loss.
@@ -233,7 +236,7 @@ class ClusterView(SnapshotMixin, w.VBox):
             return cr.loss_figure(self._status, self.max_points)
 
     def snapshot_html(self) -> str:
-        """Every event applied so far, drawn as HTML: topology (SVG), table, loss plot (PNG).
+        """Every event applied so far, drawn as HTML: topology, table and loss chart (SVG).
 
         Returns:
             An HTML fragment, no script; the same events always give the same HTML.
@@ -241,14 +244,14 @@ class ClusterView(SnapshotMixin, w.VBox):
         Example:
             >>> from mirrorwidgets.cluster_view import ClusterView
             >>> html = ClusterView(2).snapshot_html()
-            >>> "<svg" in html, html.count('class="mw-worker"'), "data:image/png" in html
+            >>> "<svg" in html, html.count('class="mw-worker"'), "mw-cluster-loss" in html
             (True, 2, False)
         """
         with self._lock:
-            header, topology, table, image = self._render(plot=True)
+            header, topology, table, chart = self._render(plot=True)
         picture = (
             '<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">'
-            f"<div>{topology}</div>{image}</div>"
+            f"<div>{topology}</div>{chart}</div>"
         )
         return r.container(header + picture + table, "mw-cluster mw-snapshot")
 
@@ -268,22 +271,20 @@ class ClusterView(SnapshotMixin, w.VBox):
         self.set_trait("num_events", self._status.events)
 
     def _render(self, *, plot: bool) -> tuple[str, str, str, str]:
-        """Header, topology SVG, table and (if ``plot``) loss-plot ``<img>``, as HTML."""
+        """Header, topology SVG, table and (if ``plot``) the loss chart, as HTML."""
         status = self._status
         dot = cr.graph(status)
         if self._svg_cache[0] != dot.source:  # dot runs only when the drawing changes
             self._svg_cache = (dot.source, cr.svg(dot))
-        image = ""
-        if plot:
-            image = cr.image_html(self._loss_png())
-        return cr.header_html(status, self.title), self._svg_cache[1], cr.table_html(status), image
+        chart = self._loss_svg() if plot else ""
+        chart = f"<div>{chart}</div>" if chart else ""
+        return cr.header_html(status, self.title), self._svg_cache[1], cr.table_html(status), chart
 
-    def _loss_png(self) -> bytes:
+    def _loss_svg(self) -> str:
         key = cr.loss_key(self._status, self.max_points)
-        if self._png_cache[0] != key:
-            figure = cr.loss_figure(self._status, self.max_points)
-            self._png_cache = (key, b"" if figure is None else cr.png(figure))
-        return self._png_cache[1]
+        if self._plot_cache[0] != key:
+            self._plot_cache = (key, cr.loss_svg(self._status, self.max_points))
+        return self._plot_cache[1]
 
     def _draw(self, *, plot: bool) -> None:
         header, topology, table, _ = self._render(plot=False)
@@ -292,10 +293,10 @@ class ClusterView(SnapshotMixin, w.VBox):
         self._table.value = table
         if plot:
             self._plotted_at = time.perf_counter()
-            data = self._loss_png()
-            if data and self._plot.value != data:
-                self._plot.value = data
-            self._plot.layout.display = None if data else "none"
+            chart = self._loss_svg()
+            if chart and self._plot.value != chart:
+                self._plot.value = chart
+            self._plot.layout.display = None if chart else "none"
 
 
 def _addresses(addresses, num_workers: int) -> list[str]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import io
 import time
 import weakref
 
@@ -12,7 +10,7 @@ import keras
 import numpy as np
 import traitlets as t
 
-from mirrorwidgets import _render as r
+from mirrorwidgets import _lines_chart as lc, _plot as plot, _render as r
 from mirrorwidgets._snapshot import SnapshotMixin
 from mirrorwidgets._throttle import Throttle
 from mirrorwidgets.replica_grid import ReplicaGrid
@@ -43,7 +41,7 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
     title = t.Unicode("Live training", help="Heading above the view.")
     step = t.Int(0, read_only=True, help="The last recorded training step.")
     num_replicas = t.Int(0, read_only=True, help="Replicas in the last record.")
-    plot_interval = t.Float(2.0, help="Seconds between redraws of the matplotlib plot.")
+    plot_interval = t.Float(2.0, help="Seconds between redraws of the loss chart.")
     max_points = t.Int(500, help="Most steps kept for the plot (older ones are thinned out).")
 
     def __init__(self, *, title: str = "Live training", **kwargs):
@@ -53,10 +51,9 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
         self._header = w.HTML(self._header_html(None, None))
         self._grid: ReplicaGrid | None = None
         self._grid_box = w.VBox()
-        self._plot = w.Image(format="png", layout=w.Layout(max_width="520px"))
-        self._plot_png = b""
+        self._plot = w.HTML()
+        self._plot_svg = ""
         self._plotted_at = -float("inf")
-        self._figure = None
         self.children = [self._header, self._grid_box, self._plot]
 
     @t.validate("plot_interval")
@@ -107,7 +104,7 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
         self.history["loss"].append(losses)
         self.history["grad_norm"].append(norms)
         self.history["step_time"].append(step_time)
-        self._thin()
+        self._keep_history_short()
         self.set_trait("step", int(step))
         self.set_trait("num_replicas", len(cells))
         self._header.value = self._header_html(step_time, fit_loss)
@@ -117,10 +114,12 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
         elif now - self._plotted_at >= self.plot_interval:
             self.refresh_plot()
 
-    def _thin(self) -> None:
-        if len(self.history["step"]) > self.max_points:
+    def _keep_history_short(self) -> None:
+        count = len(self.history["step"])
+        if count > self.max_points:  # keeps about every other step, and the last
+            kept = plot.thin(range(count), self.max_points)
             for key in self.history:
-                self.history[key] = self.history[key][::2]
+                self.history[key] = [self.history[key][i] for i in kept]
 
     def _header_html(self, step_time, fit_loss) -> str:
         bits = [f"<strong>{r.esc(self.title)}</strong>", f"step {self.step}"]
@@ -131,7 +130,7 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
         return f'<div class="mw-live" style="{r.FONT}">{" &middot; ".join(bits)}</div>'
 
     def refresh_plot(self) -> None:
-        """Redraw the loss plot now (``record`` does it every ``plot_interval`` seconds).
+        """Redraw the loss chart now (``record`` does it every ``plot_interval`` seconds).
 
         Example:
             >>> import tensorflow as tf
@@ -139,44 +138,25 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
             >>> view = LiveTrainingView()
             >>> view.record(1, tf.constant(0.5))
             >>> view.refresh_plot()
-            >>> "data:image/png" in view.snapshot_html()
+            >>> '<svg class="mw-live-loss"' in view.snapshot_html()
             True
         """
         self._plotted_at = time.perf_counter()
         if not self.history["step"]:
             return
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-
-        losses = np.vstack(self.history["loss"])
-        if self._figure is None or len(self._lines) != losses.shape[1]:
-            # Built once; later redraws only move the lines (a full redraw costs ~5x more).
-            self._figure = Figure(figsize=(5.0, 2.0), dpi=72)
-            FigureCanvasAgg(self._figure)
-            self._figure.subplots_adjust(left=0.12, right=0.98, top=0.95, bottom=0.22)
-            self._axes = self._figure.add_subplot()
-            self._axes.set_xlabel("step")
-            self._axes.set_ylabel("loss per replica")
-            self._lines = [
-                self._axes.plot([], [], lw=1, label=f"replica {i}")[0]
-                for i in range(losses.shape[1])
-            ]
-            self._axes.legend(fontsize=7, loc="upper right")
         steps = self.history["step"]
-        for line, column in zip(self._lines, losses.T, strict=True):
-            line.set_data(steps, column)
-        self._axes.relim()
-        self._axes.autoscale_view()
-        buffer = io.BytesIO()
-        self._figure.canvas.print_png(buffer)
-        self._plot_png = buffer.getvalue()
-        self._plot.value = self._plot_png
+        series = [
+            lc.Series(f"replica {i}", list(zip(steps, column.tolist(), strict=True)), look=i)
+            for i, column in enumerate(np.vstack(self.history["loss"]).T)
+        ]
+        self._plot_svg = lc.lines_svg(series, css_class="mw-live-loss", label="loss per replica")
+        self._plot.value = self._plot_svg
 
     def snapshot_html(self) -> str:
         """The view's current state: header, per-replica grid and the last plot, as HTML.
 
         Returns:
-            An HTML fragment (the plot as an inline PNG).
+            An HTML fragment (the loss chart as inline SVG).
 
         Example:
             >>> from mirrorwidgets import LiveTrainingView
@@ -187,11 +167,8 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
             return r.container(
                 f"{self._header.value}<div style='color:{r.GREY}'>no steps yet</div>", "mw-live"
             )
-        image = ""
-        if self._plot_png:
-            data = base64.b64encode(self._plot_png).decode()
-            image = f'<img alt="loss per replica" src="data:image/png;base64,{data}"/>'
-        return r.container(self._header.value + self._grid.snapshot_html() + image, "mw-live")
+        chart = f"<div>{self._plot_svg}</div>" if self._plot_svg else ""
+        return r.container(self._header.value + self._grid.snapshot_html() + chart, "mw-live")
 
 
 class LiveTrainingHook:
@@ -272,7 +249,7 @@ class LiveTrainingHook:
             >>> hook = LiveTrainingHook()
             >>> _ = hook.step(tf.constant(1.0))
             >>> hook.finish()
-            >>> "data:image/png" in hook.view.snapshot_html()
+            >>> '<svg class="mw-live-loss"' in hook.view.snapshot_html()
             True
         """
         self.view.refresh_plot()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets as w
 import traitlets as t
 
-from mirrorwidgets import _chart, _records as rec, _render as r
+from mirrorwidgets import _records as rec, _render as r, _scale_chart as sc
 from mirrorwidgets._snapshot import SnapshotMixin
 
 _SHOWN_OVERFLOWS = 12
@@ -173,7 +173,7 @@ class LossScaleView(SnapshotMixin, w.VBox):
             n = len(self._records)
             bits.append(f"{n} step{'' if n == 1 else 's'}")
             scale = self.loss_scale
-            bits.append(f"loss scale now {r.esc(_chart.power_of_two(scale))} = {scale:.6g}")
+            bits.append(f"loss scale now {r.esc(sc.power_of_two(scale))} = {scale:.6g}")
             count = len(self.overflow_steps)
             color = r.RED if count else r.GREEN
             bits.append(
@@ -188,7 +188,7 @@ class LossScaleView(SnapshotMixin, w.VBox):
     def _chart_html(self) -> str:
         if not self._records:
             return f'<div style="{r.FONT};color:{r.GREY}">no steps yet</div>'
-        svg = _chart.chart_svg(self._records, show_loss=self.show_loss, max_points=self.max_points)
+        svg = sc.chart_svg(self._records, show_loss=self.show_loss, max_points=self.max_points)
         return f"<div>{svg}</div>"
 
     def _notes_html(self) -> str:
