@@ -120,14 +120,14 @@ def widget_drawer(chart: str, data):
     """A function drawing the chart's SVG as the widget does (its chart module, no widget)."""
     import mirrorkit as mk
     import mirrorwidgets as mw
-    from mirrorwidgets import _bench_chart, _cluster_render, _scale_chart, _timeline_chart
+    from mirrorwidgets import _benchmark_chart, _cluster_render, _scale_chart, _timeline_chart
 
     if chart == "loss-scale":
         records = mw.LossScaleView(data).records
         return lambda: _scale_chart.chart_svg(records, show_loss=True, max_points=1000)
     if chart == "all-reduce":
         counts = sorted({r.replicas for r in data.records})
-        return lambda: _bench_chart.chart_svg(data.records, counts, counts, data.copy_bandwidth)
+        return lambda: _benchmark_chart.chart_svg(data.records, counts, counts, data.copy_bandwidth)
     if chart == "step timeline":
         steps = mw.StepTimeline(data).steps
         return lambda: _timeline_chart.timeline_svg(steps, max_points=200, y_max=None)[0]
@@ -407,7 +407,7 @@ def code_lines(*objects) -> int:
 def svg_code_lines() -> int:
     """The widgets' chart modules (the engine and one module per chart), tables left out."""
     from mirrorwidgets import (
-        _bench_chart as bench,
+        _benchmark_chart as bench,
         _lines_chart as lines,
         _plot as plot,
         _scale_chart as scale,

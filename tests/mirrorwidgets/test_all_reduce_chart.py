@@ -9,7 +9,7 @@ import traitlets
 
 from mirrorkit.measure.allreduce import AllReduceBenchmark, benchmark_all_reduce, record_from_times
 from mirrorwidgets import AllReduceChart
-from mirrorwidgets._bench_chart import ALGORITHM_COLORS, DASHES
+from mirrorwidgets._benchmark_chart import ALGORITHM_COLORS, DASHES
 
 ALGORITHMS = ("collective", "one_device")
 COUNTS = (2, 4)

@@ -8,7 +8,7 @@ import ipywidgets as w
 import traitlets as t
 
 from mirrorkit.report.units import format_rate, format_size
-from mirrorwidgets import _bench_chart as bc, _render as r
+from mirrorwidgets import _benchmark_chart as bc, _render as r
 from mirrorwidgets._snapshot import SnapshotMixin
 
 _ALL = 0  # the replica menu's value for "every replica count"
