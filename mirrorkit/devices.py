@@ -16,6 +16,8 @@ MIN_REPLICA_MEMORY_MIB = 1024
 USABLE_MEMORY_PERCENT = 90
 #: The three ways :func:`plan_replicas` can give the replicas.
 KINDS = ("gpus", "logical_gpus", "cpus")
+#: The most replicas :func:`simulate_replicas` and :func:`plan_replicas` make.
+MAX_REPLICAS = 64
 
 _RESTART_HINT = (
     "Restart the kernel (Kernel > Restart Kernel... in JupyterLab, or start a new Python "
@@ -71,6 +73,12 @@ def _check_count(n) -> None:
         )
     if n < 1:
         raise ValueError(f"n must be at least 1 replica, got {n}.")
+    if n > MAX_REPLICAS:
+        raise ValueError(
+            f"n={n} replicas is more than mirrorkit simulates ({MAX_REPLICAS}): each one is a "
+            "device with its own memory and threads, and every lesson shows the same with "
+            f"2 to 8. Ask for at most {MAX_REPLICAS}."
+        )
 
 
 def _plural(count: int, word: str) -> str:
@@ -161,7 +169,8 @@ def plan_replicas(
 
     Raises:
         TypeError: If ``n`` is not an ``int``.
-        ValueError: If ``n`` or ``min_memory_mib`` is smaller than 1.
+        ValueError: If ``n`` or ``min_memory_mib`` is smaller than 1, or ``n`` is more
+            than ``MAX_REPLICAS``.
 
     Example:
         >>> import mirrorkit as mk
@@ -259,7 +268,7 @@ def simulate_replicas(n: int, *, use_gpus: bool = True, report: bool = True) -> 
 
     Raises:
         TypeError: If ``n`` is not an ``int``.
-        ValueError: If ``n`` is smaller than 1.
+        ValueError: If ``n`` is smaller than 1 or more than ``MAX_REPLICAS``.
         ReplicaSetupError: If TensorFlow already started with other devices, or could
             not create the logical GPUs.
 

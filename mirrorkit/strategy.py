@@ -51,7 +51,9 @@ def make_strategy(all_reduce: str = "collective", devices=None):
         A ``tf.distribute.MirroredStrategy``.
 
     Raises:
-        ValueError: If ``all_reduce`` is not a known name or ``devices`` is empty.
+        TypeError: If ``devices`` is a single string, or holds something else than names.
+        ValueError: If ``all_reduce`` is not a known name, or ``devices`` is empty, names
+            a device this process does not have, or names one device twice.
         AllReduceUnavailableError: If ``"nccl"`` is asked for where it cannot run.
 
     Example:
@@ -71,9 +73,7 @@ def make_strategy(all_reduce: str = "collective", devices=None):
     if devices is None:
         gpus = tf.config.list_logical_devices("GPU")
         devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
-    devices = tuple(devices)
-    if not devices:
-        raise ValueError("devices is empty; pass device names or None for all local devices.")
+    devices = _checked_devices(tf, devices)
     if all_reduce == "nccl":
         _require_nccl(tf, devices)
 
@@ -81,6 +81,66 @@ def make_strategy(all_reduce: str = "collective", devices=None):
     if key not in _STRATEGIES:
         _STRATEGIES[key] = _new_strategy(tf, devices, all_reduce, len(_STRATEGIES) + 1)
     return _STRATEGIES[key]
+
+
+def _checked_devices(tf, devices) -> tuple[str, ...]:
+    """``devices`` as a tuple of names of distinct devices this process has, or why not."""
+    example = "devices=['/cpu:0', '/cpu:1'], or devices=mk.simulate_replicas(2)"
+    if isinstance(devices, str):
+        raise TypeError(
+            f"devices must be a list of device names, not the string {devices!r}: write "
+            f"devices=[{devices!r}] for one replica, or {example}."
+        )
+    try:
+        devices = tuple(devices)
+    except TypeError:
+        raise TypeError(
+            f"devices must be a list of device names, got {type(devices).__name__}; e.g. {example}."
+        ) from None
+    if not devices:
+        raise ValueError(f"devices is empty; pass device names ({example}) or None for all.")
+    here = {}
+    for device in tf.config.list_logical_devices():
+        spec = tf.DeviceSpec.from_string(device.name)
+        here[(spec.device_type, spec.device_index)] = device.name.rsplit("device:", 1)[-1]
+    seen = {}
+    for name in devices:
+        key = _device_key(tf, name, example)
+        if key not in here:
+            raise ValueError(
+                f"no device {name!r} in this process, which has {', '.join(here.values())}. "
+                "Replicas need devices that exist: call mk.simulate_replicas(n) before "
+                "TensorFlow starts to get n of them, and pass the names it returns."
+            )
+        if key in seen:
+            raise ValueError(
+                f"devices names {here[key]} twice ({seen[key]!r} and {name!r}): each replica "
+                "needs a device of its own."
+            )
+        seen[key] = name
+    return devices
+
+
+def _device_key(tf, name, example: str) -> tuple[str, int]:
+    """(type, index) of a local device name such as '/cpu:0' or '/device:GPU:1', or why not."""
+    if not isinstance(name, str):
+        raise TypeError(f"each device must be a name such as '/cpu:0', got {name!r}; {example}.")
+    try:
+        spec = tf.DeviceSpec.from_string(name)
+    except ValueError:
+        spec = None
+    if spec is None or spec.device_type is None or spec.device_index is None:
+        raise ValueError(
+            f"{name!r} is not a device name: write the type and the index, like '/cpu:0' or "
+            f"'/gpu:1'; {example}."
+        )
+    if spec.job not in (None, "localhost"):
+        raise ValueError(
+            f"{name!r} is on job {spec.job!r}: make_strategy builds a one-machine "
+            "MirroredStrategy. For several machines use MultiWorkerMirroredStrategy "
+            "(mk.LocalCluster runs one on this machine)."
+        )
+    return spec.device_type.upper(), spec.device_index
 
 
 def _new_strategy(tf, devices: tuple[str, ...], all_reduce: str, number: int):

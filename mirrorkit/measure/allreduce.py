@@ -277,13 +277,30 @@ class AllReduceBenchmark(Reported):
         """Load results written by :meth:`to_json`: JSON text, or the path of a file.
 
         Raises:
-            ValueError: If the text is not a mirrorkit all-reduce benchmark.
+            ValueError: If the text is not a mirrorkit all-reduce benchmark, or the path
+                names no file.
         """
         if isinstance(source, str) and source.lstrip().startswith("{"):
             text = source
-        else:
+        elif Path(source).is_file():
             text = Path(source).read_text(encoding="utf-8")
-        data = json.loads(text)
+        else:
+            hint = (
+                f"; {source!r} is an algorithm's name: benchmark it with "
+                f"mk.benchmark_all_reduce([{source!r}]) and use the result"
+                if source in ALL_REDUCE_ALGORITHMS
+                else ""
+            )
+            raise ValueError(
+                f"{source!r} is neither benchmark JSON text nor the path of a file (no such "
+                f"file){hint}. Pass what AllReduceBenchmark.to_json wrote."
+            )
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                f"not a mirrorkit all-reduce benchmark: the text is not JSON ({error})."
+            ) from None
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise ValueError(
                 f"not a mirrorkit all-reduce benchmark (expected format {FORMAT!r}, got "

@@ -17,6 +17,7 @@ the process-wide Keras policy for a ``with`` block only.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -183,6 +184,42 @@ class LossScaleHistory(Reported):
         )
 
 
+def _overflow_steps(overflow_steps, steps: int) -> frozenset[int]:
+    """The steps to force an overflow at, checked: ints from 0 to ``steps - 1``."""
+    if isinstance(overflow_steps, int | float | str):
+        raise TypeError(
+            "overflow_steps must be a list of step numbers, e.g. overflow_steps=[2] "
+            f"(or [] for none), got {type(overflow_steps).__name__} {overflow_steps!r}."
+        )
+    chosen = []
+    for step in overflow_steps:
+        index = _int_or_none(step)
+        if index is None or not 0 <= index < steps:
+            raise ValueError(
+                f"overflow_steps holds {step!r}, but steps are counted from 0 to {steps - 1} "
+                f"(steps={steps}): give step numbers in that range."
+            )
+        chosen.append(index)
+    return frozenset(chosen)
+
+
+def _int_or_none(value) -> int | None:
+    """``value`` as an int if it is a whole number type (NumPy's too), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _positive_int(name: str, value) -> int:
+    number = _int_or_none(value)
+    if number is None or number < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    return number
+
+
 def run_loss_scale(
     strategy,
     *,
@@ -245,10 +282,21 @@ def run_loss_scale(
     if policy not in MIXED_PRECISION_POLICIES:
         known = ", ".join(repr(p) for p in MIXED_PRECISION_POLICIES)
         raise ValueError(f"unknown policy {policy!r}; choose one of {known}.")
-    overflow_steps = frozenset(int(s) for s in overflow_steps)
-    if steps < 1 or dynamic_growth_steps < 1 or global_batch < 1 or initial_scale <= 0:
+    steps = _positive_int("steps", steps)
+    dynamic_growth_steps = _positive_int("dynamic_growth_steps", dynamic_growth_steps)
+    global_batch = _positive_int("global_batch", global_batch)
+    if isinstance(initial_scale, bool) or not isinstance(initial_scale, int | float):
+        raise TypeError(f"initial_scale must be a number such as 2.0**15, got {initial_scale!r}.")
+    if not initial_scale > 0:
+        raise ValueError(f"initial_scale must be positive, got {initial_scale!r}.")
+    overflow_steps = _overflow_steps(overflow_steps, steps)
+    replicas = strategy.num_replicas_in_sync
+    if global_batch % replicas:
+        fits = ", ".join(str(replicas * k) for k in (1, 2, 4))
         raise ValueError(
-            "steps, dynamic_growth_steps, global_batch and initial_scale must be positive."
+            f"global_batch={global_batch} does not divide over {replicas} replicas: each "
+            f"replica must get the same number of examples. Use a multiple of {replicas}, "
+            f"such as {fits}."
         )
 
     rng = np.random.default_rng(seed)

@@ -576,3 +576,17 @@ def test_matched_gpus_feed_the_plan():
     gpus, why = _gpus.match_gpus([None, None], [A40, A80])
     plan = mk.plan_replicas(4, gpus, memory_note=why)
     assert plan.kind == "cpus" and "memory is unknown (CUDA numbers GPUs fastest" in plan.message
+
+
+@pytest.mark.parametrize("n", [65, 1000])
+def test_more_replicas_than_any_lesson_needs_are_refused(n):
+    from mirrorkit.devices import MAX_REPLICAS
+
+    assert MAX_REPLICAS == 64
+    with pytest.raises(
+        ValueError, match=rf"n={n} replicas is more than mirrorkit simulates \(64\)"
+    ):
+        mk.plan_replicas(n)
+    with pytest.raises(ValueError, match="Ask for at most 64"):
+        mk.simulate_replicas(n)
+    assert mk.plan_replicas(64).replicas == 64

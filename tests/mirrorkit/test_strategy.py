@@ -226,3 +226,29 @@ def test_the_collective_description_follows_tensorflow_source():
 def test_the_default_collective_runs_as_a_ring_on_cpus(strategy):
     options = strategy.extended._communication_options
     assert options.implementation == tf.distribute.experimental.CommunicationImplementation.RING
+
+
+WRONG_DEVICES = [
+    ("/cpu:0", TypeError, r"not the string '/cpu:0': write devices=\['/cpu:0'\]"),
+    (["/gpu:0"], ValueError, r"no device '/gpu:0' in this process, which has CPU:0, CPU:1"),
+    (["/cpu:9"], ValueError, r"no device '/cpu:9' .* mk\.simulate_replicas\(n\)"),
+    (["/cpu:0", "/device:CPU:0"], ValueError, r"devices names CPU:0 twice"),
+    (["cpu"], ValueError, r"'cpu' is not a device name: write the type and the index"),
+    ([0, 1], TypeError, r"each device must be a name such as '/cpu:0', got 0"),
+    (["/job:worker/task:1/device:CPU:0"], ValueError, r"on job 'worker'.*mk\.LocalCluster"),
+    (4, TypeError, r"devices must be a list of device names, got int"),
+    ([], ValueError, r"devices is empty"),
+]
+
+
+@pytest.mark.parametrize(("devices", "error", "match"), WRONG_DEVICES)
+def test_wrong_devices_get_a_sentence_not_a_one_replica_strategy(devices, error, match):
+    with pytest.raises(error, match=match) as raised:
+        mk.make_strategy(devices=devices)
+    assert "Traceback" not in str(raised.value) and "Unknown attribute" not in str(raised.value)
+
+
+def test_device_names_in_any_spelling_work(devices):
+    short = [f"/cpu:{i}" for i in range(2)]
+    strategy = mk.make_strategy(devices=short)
+    assert strategy.num_replicas_in_sync == 2

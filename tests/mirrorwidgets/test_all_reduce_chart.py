@@ -218,6 +218,9 @@ def test_single_size_draws_points_without_lines():
         ('{"format": "other"}', ValueError, "not a mirrorkit all-reduce benchmark"),
         (AllReduceBenchmark((), {"nccl": "no GPU"}), ValueError, "no records.*nccl: no GPU"),
         (AllReduceBenchmark(()), ValueError, "holds no records"),
+        ("collective", ValueError, r"'collective' is an algorithm's name: benchmark it with"),
+        ("results.json", ValueError, r"'results.json' is neither .* \(no such file\)"),
+        ("{not json", ValueError, "the text is not JSON"),
     ],
 )
 def test_bad_input_is_refused(benchmark, error, match):

@@ -64,6 +64,30 @@ def test_bad_arguments(strategy):
         mk.run_loss_scale(strategy, policy="float64")
     with pytest.raises(TypeError, match=r"mk\.make_strategy\(\)"):
         mk.run_loss_scale(None)
-    with pytest.raises(ValueError, match="must be positive"):
-        mk.run_loss_scale(strategy, steps=0)
     assert keras.mixed_precision.global_policy().name == "float32"
+
+
+WRONG_LOSS_SCALE_ARGUMENTS = [
+    ({"global_batch": 3}, ValueError, r"global_batch=3 does not divide over 4 replicas.*4, 8, 16"),
+    ({"overflow_steps": 5}, TypeError, r"overflow_steps must be a list .* overflow_steps=\[2\]"),
+    ({"overflow_steps": [9]}, ValueError, r"overflow_steps holds 9, .* from 0 to 5 \(steps=6\)"),
+    ({"overflow_steps": ["2"]}, ValueError, r"overflow_steps holds '2'"),
+    ({"steps": 0}, ValueError, r"steps must be a positive int, got 0"),
+    ({"global_batch": 2.5}, ValueError, r"global_batch must be a positive int, got 2.5"),
+    ({"initial_scale": "big"}, TypeError, r"initial_scale must be a number such as 2.0\*\*15"),
+    ({"initial_scale": 0}, ValueError, r"initial_scale must be positive, got 0"),
+    ({"dynamic_growth_steps": -1}, ValueError, r"dynamic_growth_steps must be a positive int"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), WRONG_LOSS_SCALE_ARGUMENTS)
+def test_wrong_arguments_get_a_sentence_naming_them(strategy, kwargs, error, match):
+    with pytest.raises(error, match=match) as raised:
+        mk.run_loss_scale(strategy, **kwargs)
+    assert "Traceback" not in str(raised.value) and "tensorflow/" not in str(raised.value)
+    assert keras.mixed_precision.global_policy().name == "float32"
+
+
+def test_numpy_step_numbers_are_step_numbers(strategy):
+    history = mk.run_loss_scale(strategy, steps=3, overflow_steps=np.array([1]))
+    assert [r.overflow for r in history.records] == [False, True, False]
