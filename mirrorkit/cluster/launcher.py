@@ -323,7 +323,8 @@ class LocalCluster:
                 f"KillWorker.worker={fault.worker}, but this cluster has workers "
                 f"0..{self.num_workers - 1}."
             )
-        run_dir = Path(tempfile.mkdtemp(prefix="mirrorkit-cluster-"))
+        _remove_stale_run_folders()
+        run_dir = Path(tempfile.mkdtemp(prefix=f"{_RUN_PREFIX}{os.getpid()}-"))
         try:
             (run_dir / p.PAYLOAD_FILE).write_bytes(_dumps(payload, module))
             p.LaunchSpec(
@@ -358,16 +359,66 @@ def _module_of(function: Callable) -> Any:
     return module
 
 
+_RUN_PREFIX = "mirrorkit-cluster-"  # + the owner's pid + "-" + random: one folder per run
+
+
+def _remove_stale_run_folders(folder: str | None = None) -> list[Path]:
+    """Delete the run folders whose owner process is gone (a killed kernel leaves its own).
+
+    Returns:
+        The folders removed.
+    """
+    removed = []
+    for path in Path(folder or tempfile.gettempdir()).glob(f"{_RUN_PREFIX}*-*"):
+        owner = path.name.removeprefix(_RUN_PREFIX).split("-", 1)[0]
+        if not owner.isdigit() or not path.is_dir() or path.stat().st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(owner), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        except PermissionError:  # alive, another user's
+            continue
+    return removed
+
+
 def _dumps(payload: dict, module: Any) -> bytes:
     import cloudpickle
 
-    if module is None:
-        return cloudpickle.dumps(payload)
-    cloudpickle.register_pickle_by_value(module)
+    if module is not None:
+        cloudpickle.register_pickle_by_value(module)
     try:
         return cloudpickle.dumps(payload)
+    except Exception as error:  # noqa: BLE001 - pickling fails in many ways; name the part
+        raise TypeError(_unpicklable(payload, error)) from None
     finally:
-        cloudpickle.unregister_pickle_by_value(module)
+        if module is not None:
+            cloudpickle.unregister_pickle_by_value(module)
+
+
+def _unpicklable(payload: dict, error: Exception) -> str:
+    """Which part of a run's payload cannot travel to the workers, and what to do instead."""
+    import cloudpickle
+
+    parts = [("the function", payload.get("function"))]
+    parts += [(f"args[{i}]", value) for i, value in enumerate(payload.get("args", ()))]
+    parts += [(f"kwargs[{k!r}]", value) for k, value in payload.get("kwargs", {}).items()]
+    culprit = "the function (or something it uses from its notebook)"
+    for name, value in parts:
+        try:
+            cloudpickle.dumps(value)
+        except Exception:  # noqa: BLE001
+            culprit = f"{name} ({type(value).__name__})"
+            break
+    return (
+        f"{culprit} cannot be sent to the worker processes ({type(error).__name__}: "
+        f"{str(error).splitlines()[0] if str(error) else 'not picklable'}). Each worker is its "
+        "own process and gets the function and its arguments by value; what is tied to this "
+        "process's TensorFlow runtime, such as a tf.distribute strategy or a tf.data dataset, "
+        "cannot travel. Pass plain values (numbers, lists, NumPy arrays, file paths) and build "
+        "the strategy's objects inside the function: ctx.strategy is the worker's strategy."
+    )
 
 
 def _worker_environment() -> dict[str, str]:

@@ -6,16 +6,26 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
+import tensorflow as tf
 
 import mirrorkit as mk
-from mirrorkit.cluster import _procs
+from mirrorkit.cluster import _procs, launcher
 from tests.conftest import ROOT
 
-MARKER = "mirrorkit-cluster-"  # in every supervisor's and worker's command line
+MARKER = "mirrorkit-cluster-"  # + the owner's pid: in its supervisor's and workers' command lines
+# The owners started by this test process (itself, and owner scripts). Other test runs on the
+# same machine have clusters too; the checks here count only ours.
+OWNERS = {os.getpid()}
+
+
+def our_cluster_processes() -> set[int]:
+    return {pid for owner in OWNERS for pid in _procs.processes_with(f"{MARKER}{owner}-")}
 
 
 def count_steps(context, steps=4):
@@ -45,9 +55,9 @@ def wait_gone(pids, within=15.0):
 @pytest.fixture
 def no_orphans():
     """Every test here must leave no supervisor or worker behind."""
-    before = set(_procs.processes_with(MARKER))
+    before = our_cluster_processes()
     yield
-    left = wait_gone(sorted(set(_procs.processes_with(MARKER)) - before), within=10.0)
+    left = wait_gone(sorted(our_cluster_processes() - before), within=10.0)
     assert left == [], f"processes left behind: {left}"
 
 
@@ -198,6 +208,7 @@ def start_owner(tmp_path):
     owner = subprocess.Popen(
         [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+    OWNERS.add(owner.pid)
     deadline = time.monotonic() + 120
     seen = 0
     for line in owner.stdout:
@@ -205,7 +216,9 @@ def start_owner(tmp_path):
         if seen == 2 or time.monotonic() > deadline:
             break
     assert seen == 2, owner.stderr.read()
-    descendants = [pid for pid in _procs.processes_with(MARKER) if _descends(pid, owner.pid)]
+    descendants = [
+        pid for pid in _procs.processes_with(f"{MARKER}{owner.pid}-") if _descends(pid, owner.pid)
+    ]
     assert len(descendants) == 3  # the supervisor and two workers
     return owner, descendants
 
@@ -223,6 +236,41 @@ def test_owner_killed_takes_every_worker_along(tmp_path, no_orphans):
     owner.kill()  # as when the notebook kernel dies
     owner.wait()
     assert wait_gone(processes, within=10.0) == []
+    # Its run folder (payload and spec) stays behind; the next launch removes it.
+    left = list(Path(tempfile.gettempdir()).glob(f"mirrorkit-cluster-{owner.pid}-*"))
+    assert left
+    assert set(left) <= set(launcher._remove_stale_run_folders())
+    assert not any(path.exists() for path in left)
+
+
+def test_only_folders_of_ended_owners_are_removed(tmp_path):
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead = tmp_path / f"mirrorkit-cluster-{ended.stdout.strip()}-abc"
+    alive = tmp_path / f"mirrorkit-cluster-{os.getpid()}-def"
+    other = tmp_path / "mirrorkit-cluster-notapid-ghi"
+    for folder in (dead, alive, other):
+        folder.mkdir()
+        (folder / "spec.json").write_text("{}")
+    assert launcher._remove_stale_run_folders(str(tmp_path)) == [dead]
+    assert not dead.exists() and alive.exists() and other.exists()
+
+
+def test_a_strategy_passed_to_the_workers_gets_a_sentence_not_a_pickling_error(strategy):
+    def train(context, strategy):
+        return strategy.num_replicas_in_sync
+
+    with pytest.raises(TypeError) as raised:
+        mk.LocalCluster(2, echo=False).run(train, args=(strategy,))
+    message = str(raised.value)
+    assert message.startswith("args[0] (MirroredStrategy) cannot be sent to the worker processes")
+    assert "ctx.strategy is the worker's strategy" in message
+    with pytest.raises(TypeError, match=r"kwargs\['data'\] \(\w*Dataset\w*\)"):
+        mk.LocalCluster(2, echo=False).run(train, kwargs={"data": tf.data.Dataset.range(3)})
 
 
 def test_interrupt_stops_every_worker(tmp_path, no_orphans):

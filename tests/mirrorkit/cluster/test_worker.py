@@ -108,3 +108,17 @@ def test_write_dir_keeps_the_chiefs_copy(tmp_path):
     with_chief = {"chief": ["c:1"], "worker": ["a:1"]}
     assert context("chief", 0, with_chief).is_chief
     assert not context("worker", 0, with_chief).is_chief
+
+
+def test_a_failure_summary_has_no_colour_codes_nor_keras_argument_lists():
+    from mirrorkit.cluster._worker_main import _one_line
+
+    keras_error = ValueError(
+        '\x1b[1mInput 0 of layer "dense" is incompatible\x1b[0m: expected axis -1 to have '
+        "value 4\n\nArguments received by Dense.call():\n  \u2022 inputs=tf.Tensor(shape=(2, 3))"
+        "\n  \u2022 kwargs=<class 'inspect._empty'>"
+    )
+    assert _one_line(keras_error) == (
+        'ValueError: Input 0 of layer "dense" is incompatible: expected axis -1 to have value 4'
+    )
+    assert _one_line(RuntimeError("first\nmiddle\nlast")) == "RuntimeError: first ... last"
