@@ -30,6 +30,7 @@ What the check knows about Keras 3 (with TensorFlow 2.21):
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mirrorkit.report.render import Line, Report, Reported
-from mirrorkit.report.values import number, summarize
+from mirrorkit.report.values import error_lines, number, summarize
 
 # Causes a mismatch is put down to (StepEquivalence.cause).
 RIGHT = "right"
@@ -287,6 +288,8 @@ def check_step_equivalence(
     dist_x, dist_y = next(iter(strategy.experimental_distribute_dataset(dataset)))
     none_gradients: list[bool] = []
     empty_losses: list[bool] = []
+    local = strategy.experimental_local_results
+    _probe_loss(tf, compute_loss, model, local(dist_x)[0], local(dist_y)[0])
 
     def replica_step(x_r, y_r):
         with tf.GradientTape() as tape:
@@ -313,7 +316,6 @@ def check_step_equivalence(
     applied = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_gradients, axis=None)
     applied = [np.asarray(g, np.float64) for g in applied]
     total_loss = float(strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None))
-    local = strategy.experimental_local_results
     replica_grads = [
         [np.asarray(g, np.float64) for g in grads]
         for grads in zip(*(local(g) for g in per_replica_gradients), strict=True)
@@ -322,8 +324,8 @@ def check_step_equivalence(
     replica_y = [_numpy_structure(tf, part) for part in local(dist_y)]
 
     # The reference, on one device: global mean + regularization once.
-    data_grad, reg_grad, data_loss, reg_loss, _ = _reference_gradients(
-        tf, reference, per_example_loss, x, y
+    data_grad, reg_grad, data_loss, reg_loss, _ = _checked_reference(
+        tf, reference, per_example_loss, loss, x, y
     )
     ref_grad = [d + r for d, r in zip(data_grad, reg_grad, strict=True)]
     has_reg = any(np.any(r) for r in reg_grad)
@@ -516,6 +518,64 @@ def _validate_loss(tf, value, empty_losses: list):
 
 
 # -------------------------------------------------------------------------- reference
+
+
+def _probe_loss(tf, compute_loss, model, x, y) -> None:
+    """Call ``compute_loss`` once, eagerly, on one replica's share of the batch.
+
+    Its mistakes then surface as plain Python errors with a sentence, before
+    ``tf.function`` would wrap them in its own traceback text ("in user code: ...").
+    """
+    try:
+        inspect.signature(compute_loss).bind(model, x, y)
+    except TypeError:
+        name = getattr(compute_loss, "__name__", type(compute_loss).__name__)
+        raise TypeError(
+            f"compute_loss must take three arguments, compute_loss(model, x, y); "
+            f"yours is {name}{inspect.signature(compute_loss)}."
+        ) from None
+    except ValueError:  # no signature to read (a builtin): let the call tell
+        pass
+    try:
+        value = compute_loss(model, x, y)
+    except Exception as error:  # noqa: BLE001 - any failure of the learner's code
+        raise ValueError(
+            f"compute_loss(model, x, y) failed on one replica's share of the batch "
+            f"(x of shape {_shapes(x)}, y of shape {_shapes(y)}): {_why(error)}. Check that "
+            "the model takes x as it is (the same features as the data) and that the loss "
+            "compares model(x) with y."
+        ) from None
+    _validate_loss(tf, value, [])
+
+
+def _why(error: BaseException) -> str:
+    """'TypeName: what went wrong', in one line of at most 200 characters."""
+    lines = error_lines(error)
+    text = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+    return text.rstrip(".") if len(text) <= 200 else text[:197] + "..."
+
+
+def _shapes(structure) -> str:
+    import tensorflow as tf
+
+    shapes = [tuple(np.shape(leaf)) for leaf in tf.nest.flatten(structure)]
+    return str(shapes[0]) if len(shapes) == 1 else str(shapes)
+
+
+def _checked_reference(tf, model, per_example_loss, loss, x, y):
+    """The one-device reference gradients, or a sentence if ``loss`` cannot score this model."""
+    try:
+        return _reference_gradients(tf, model, per_example_loss, x, y)
+    except (tf.errors.InvalidArgumentError, ValueError, TypeError) as error:
+        name = loss if isinstance(loss, str) else type(loss).__name__
+        prediction = model(x, training=False)
+        raise ValueError(
+            f"the reference loss ({name}) cannot score this model: predictions of shape "
+            f"{tuple(prediction.shape)} against labels of shape {_shapes(y)} "
+            f"({_why(error)}). Pass the loss your compute_loss uses "
+            "as loss=..., e.g. loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True) "
+            "for class indices and logits."
+        ) from None
 
 
 def _reference_gradients(tf, model, per_example_loss, x, y, summed=False):

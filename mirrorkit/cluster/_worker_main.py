@@ -8,7 +8,6 @@ TF_CONFIG and the variables :data:`~mirrorkit.cluster.protocol.EVENT_FD` and
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
 import time
@@ -82,17 +81,14 @@ def main(run_dir: str, index: str) -> None:
     os._exit(code)
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
 def _one_line(error: BaseException) -> str:
     """'ValueError: first line ... last line' of an exception, at most 300 characters.
 
-    Terminal colour codes go, and so does the list of a Keras layer's call arguments that
-    Keras appends to its errors ("Arguments received by ...": none of it says what went wrong).
+    Only the lines that say what went wrong (:func:`mirrorkit.report.values.error_lines`).
     """
-    text = _ANSI.sub("", str(error)).split("Arguments received by", 1)[0]
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    from mirrorkit.report.values import error_lines
+
+    lines = error_lines(error)
     text = lines[0] if lines else ""
     if len(lines) > 1:
         text = f"{lines[0]} ... {lines[-1]}"

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_TF_NOISE = (
+    re.compile(r"\{\{function_node [^}]*\}\}\s*"),  # which kernel ran the op
+    re.compile(r"\s*\[Op:[^\]]*\](\s*name:\s*\S*)?"),  # the op's name
+)
 
 SMALL = 8  # arrays with at most this many elements are shown in full
 
@@ -70,3 +78,27 @@ def _nested(array: np.ndarray) -> str:
     if array.ndim == 1:
         return "[" + ", ".join(number(x) for x in array) + "]"
     return "[" + ", ".join(_nested(sub) for sub in array) + "]"
+
+
+def error_lines(error: BaseException) -> list[str]:
+    r"""The lines of an error's message that say what went wrong, for a one-line summary.
+
+    Terminal colour codes go; so do Keras's "Exception encountered when calling ..." header
+    and the list of call arguments it appends ("Arguments received by ..."), and the
+    kernel and op names TensorFlow puts around its own messages.
+
+    Example:
+        >>> from mirrorkit.report.values import error_lines
+        >>> error_lines(ValueError("Exception encountered when calling Dense.call().\n\n"
+        ...     "\x1b[1mInput 0 is incompatible\x1b[0m\n\nArguments received by Dense.call():"
+        ...     "\n  x=tf.Tensor(shape=(2, 3))"))
+        ['Input 0 is incompatible']
+        >>> error_lines(ValueError("{{function_node __wrapped__Sub}} Incompatible shapes: "
+        ...     "[8] vs. [8,5] [Op:Sub] name: "))
+        ['Incompatible shapes: [8] vs. [8,5]']
+    """
+    text = _ANSI.sub("", str(error)).split("Arguments received by", 1)[0]
+    for pattern in _TF_NOISE:
+        text = pattern.sub("", text)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return [line for line in lines if not line.startswith("Exception encountered when calling")]

@@ -251,3 +251,97 @@ def test_bad_inputs_say_what_to_do(strategy):
         mk.check_step_equivalence(strategy, *good, loss="msee")
     with strategy.scope(), pytest.raises(RuntimeError, match="outside `with strategy.scope"):
         mk.check_step_equivalence(strategy, *good, loss="mse")
+
+
+def classifier():
+    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(5, name="logits")])
+
+
+def class_batch(n=8):
+    rng = np.random.default_rng(1)
+    return rng.normal(size=(n, 3)).astype("float32"), rng.integers(0, 5, size=(n,))
+
+
+def cross_entropy(model, x, y):
+    per_example = keras.losses.sparse_categorical_crossentropy(y, model(x), from_logits=True)
+    return tf.nn.compute_average_loss(per_example, global_batch_size=8)
+
+
+# (compute_loss, model_fn, batch, loss, error, message): what a learner plausibly writes.
+WRONG_LOSS_STEPS = [
+    (lambda m, x, y: None, model_fn(), batch(8), "mse", TypeError, "end it with `return loss`"),
+    (
+        lambda m, x, y: PER_EXAMPLE(y, m(x)),
+        model_fn(),
+        batch(8),
+        "mse",
+        ValueError,
+        r"shape \(2,\), not a scalar",
+    ),
+    (
+        lambda m, x: tf.reduce_mean(m(x)),
+        model_fn(),
+        batch(8),
+        "mse",
+        TypeError,
+        r"must take three arguments, compute_loss\(model, x, y\); yours is <lambda>\(m, x\)",
+    ),
+    (
+        right(8),
+        lambda: keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)]),
+        batch(8),
+        "mse",
+        ValueError,
+        r"the model has no trainable weights|failed on one replica's share .*\(2, 3\)",
+    ),
+    (
+        cross_entropy,
+        classifier,
+        class_batch(),
+        "mse",
+        ValueError,
+        r"the reference loss \(mse\) cannot score this model: predictions of shape \(8, 5\)"
+        r".*loss=keras\.losses\.SparseCategoricalCrossentropy",
+    ),
+    (
+        lambda m, x, y: tf.reduce_mean(m(x)["missing"]),
+        model_fn(),
+        batch(8),
+        "mse",
+        ValueError,
+        r"compute_loss\(model, x, y\) failed on one replica's share",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("compute_loss", "build", "data", "loss", "error", "match"),
+    WRONG_LOSS_STEPS,
+    ids=[
+        "returns-None",
+        "returns-a-vector",
+        "two-arguments",
+        "wrong-features",
+        "classifier-mse",
+        "raises",
+    ],
+)
+def test_wrong_loss_steps_get_a_sentence_without_tensorflow_traceback_text(
+    strategy, compute_loss, build, data, loss, error, match
+):
+    with pytest.raises(error, match=match) as raised:
+        mk.check_step_equivalence(strategy, build, compute_loss, data, loss=loss)
+    message = str(raised.value)
+    assert "in user code" not in message and 'File "' not in message
+    assert "Traceback" not in message
+
+
+def test_a_classifier_checked_with_its_own_loss_is_equivalent(strategy):
+    report = mk.check_step_equivalence(
+        strategy,
+        classifier,
+        cross_entropy,
+        class_batch(),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    assert report.equivalent, str(report)
