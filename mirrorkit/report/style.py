@@ -22,6 +22,7 @@ BAD_BG = "#ffebe9"
 WARN_BG = "#fff8c5"
 INFO_BG = "#ddf4ff"
 ORANGE_BG = "#fff1e5"
+DONE_BG = "#aceebb"  # a stronger green: finished
 SURFACE = "#f6f8fa"
 WHITE = "#ffffff"
 

@@ -23,12 +23,12 @@ STATE_COLORS = {
     "stopped": style.ORANGE,
 }
 TINTS = {
-    "starting": "#f6f8fa",
-    "ready": "#ddf4ff",
-    "training": "#dafbe1",
-    "finished": "#aceebb",
-    "failed": "#ffebe9",
-    "stopped": "#fff1e5",
+    "starting": style.SURFACE,
+    "ready": style.INFO_BG,
+    "training": style.GOOD_BG,
+    "finished": style.DONE_BG,
+    "failed": style.BAD_BG,
+    "stopped": style.ORANGE_BG,
 }
 RING = style.BLUE
 _CLIP = 160  # characters of a message or printed line shown in the table

@@ -5,16 +5,17 @@ from __future__ import annotations
 import ipywidgets as w
 import traitlets as t
 
+from mirrorkit.report import style
 from mirrorwidgets import _render as r
 from mirrorwidgets._snapshot import SnapshotMixin
 
-AMBER = "#9a6700"
-AMBER_BG = "#fff8c5"
-RED_BG = "#ffebe9"
-_BORDER = "#d0d7de"
+AMBER = style.WARN
+AMBER_BG = style.WARN_BG
+RED_BG = style.BAD_BG
+_BORDER = style.BORDER
 # status -> (text color, background, border) of a cell
 _STATUS_STYLE = {
-    "full": (r.GREY, "#ffffff", _BORDER),
+    "full": (r.GREY, style.WHITE, _BORDER),
     "partial": (AMBER, AMBER_BG, AMBER),
     "EMPTY": (r.RED, RED_BG, r.RED),
 }
@@ -249,7 +250,7 @@ class BatchSplitView(SnapshotMixin, w.VBox):
             shown = [str(i) for i in ids]
         chips = "".join(
             f'<span class="mw-id" style="display:inline-block;min-width:1.6em;text-align:center;'
-            f'border:1px solid {_BORDER};border-radius:3px;margin:1px;background:#f6f8fa">'
+            f'border:1px solid {_BORDER};border-radius:3px;margin:1px;background:{style.SURFACE}">'
             f"{r.esc(s)}</span>"
             if s != "..."
             else f'<span class="mw-more" style="color:{r.GREY}">&#8230;</span>'

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipywidgets as w
 import traitlets as t
 
+from mirrorkit.report import style
 from mirrorwidgets import _render as r, _values
 from mirrorwidgets._snapshot import SnapshotMixin
 
@@ -222,7 +223,7 @@ class ReplicaGrid(SnapshotMixin, w.VBox):
                 entries.append(f'<div style="color:{r.GREY}">+ {hidden} more</div>')
             cells.append(
                 f'<div class="mw-cell" data-replica="{cell.replica}" data-stage="{stage}" '
-                'style="border:1px solid #d0d7de;border-radius:6px;padding:6px 8px;'
+                f'style="border:1px solid {style.BORDER};border-radius:6px;padding:6px 8px;'
                 'min-width:170px">'
                 f'<div class="mw-head"><strong>replica {cell.replica}</strong> '
                 f'<span class="mw-device">{r.esc(cell.device)}</span></div>'

@@ -6,11 +6,12 @@ import ipywidgets as w
 import traitlets as t
 
 import mirrorkit as mk
+from mirrorkit.report import style
 from mirrorwidgets import _render as r
 from mirrorwidgets._routes import device_label, hierarchical_groups, route
 from mirrorwidgets._snapshot import SnapshotMixin
 
-_COLORS = {"reduce": "#0969da", "broadcast": "#8250df", "exchange": "#cf222e"}
+_COLORS = {"reduce": style.BLUE, "broadcast": style.PURPLE, "exchange": style.BAD}
 
 
 def _algorithm_of(strategy) -> str:
@@ -120,7 +121,7 @@ class TopologyDiagram:
             "node",
             shape="box",
             style="rounded,filled",
-            fillcolor="#f6f8fa",
+            fillcolor=style.SURFACE,
             fontname="Helvetica",
             fontsize="10",
         )
@@ -140,13 +141,13 @@ class TopologyDiagram:
         groups = hierarchical_groups(n) if self.all_reduce == "hierarchical_copy" else None
         for k, (host, members) in enumerate(hosts.items()):
             with graph.subgraph(name=f"cluster_host{k}") as sub:
-                sub.attr(label=f"worker {host}", style="dashed", color="#8c959f")
+                sub.attr(label=f"worker {host}", style="dashed", color=style.AXIS)
                 if groups and len(hosts) == 1:
                     for g, group in enumerate(groups):
                         if not group:
                             continue
                         with sub.subgraph(name=f"cluster_group{g}") as box:
-                            box.attr(label=f"group {g}", style="rounded", color="#0969da")
+                            box.attr(label=f"group {g}", style="rounded", color=style.BLUE)
                             for i in group:
                                 self._node(box, i, held)
                 else:
