@@ -191,6 +191,24 @@ def test_each_public_name_is_listed_once(package):
         assert not set(names) & bound, f"{stub.with_suffix('.py')} repeats a public name"
 
 
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_no_public_name_is_also_a_submodule_of_its_package(package):
+    # Once `package.name` (a module) is imported, Python sets it on the package and it hides
+    # the lazily loaded `name` (a function) on lazy_loader releases before 0.6.
+    clashes = []
+    for stub in PACKAGES[package].rglob("__init__.pyi"):
+        names = {
+            alias.name
+            for node in ast.parse(stub.read_text()).body
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
+        modules = {p.stem for p in stub.parent.iterdir() if p.suffix == ".py"}
+        modules |= {p.name for p in stub.parent.iterdir() if (p / "__init__.py").is_file()}
+        clashes += [f"{stub.parent.name}.{n}" for n in sorted(names & modules)]
+    assert clashes == []
+
+
 def module_map() -> str:
     """Files and lines per area, then the imports between areas (for the closing note)."""
     files, lines = Counter(), Counter()

@@ -5,7 +5,7 @@ the same function runs on many machines with ``python -m mirrorkit.worker
 path/to/train.py:train``, started once per node by a scheduler the cluster already has.
 This package writes what that scheduler needs, and nothing runs here:
 
-* :mod:`~mirrorkit.cluster.scaleout.tf_config`: :func:`tf_config`, :func:`tf_configs` and
+* :mod:`~mirrorkit.cluster.scaleout.hosts`: :func:`tf_config`, :func:`tf_configs` and
   :func:`tf_config_env`, the ``TF_CONFIG`` of each worker, for machines you start by hand
   (or with any tool that sets variables).
 * :mod:`~mirrorkit.cluster.scaleout.slurm`: :func:`slurm_script`, an ``sbatch`` script with

@@ -14,7 +14,7 @@ from mirrorkit.cluster.scaleout._arguments import (
     check_port,
     check_target,
 )
-from mirrorkit.cluster.scaleout.tf_config import tf_config_env
+from mirrorkit.cluster.scaleout.hosts import tf_config_env
 
 _K8S_NAME = re.compile(r"[a-z](?:[-a-z0-9]*[a-z0-9])?")  # an RFC 1035 label
 

@@ -1,4 +1,8 @@
-"""``TF_CONFIG`` for machines started by hand, or by any tool that sets variables."""
+"""``TF_CONFIG`` for a fixed list of hosts: machines started by hand or by any tool.
+
+Named ``hosts`` rather than after its function ``tf_config``: a module and a function of one
+name in a lazily loaded package shadow each other once the module is imported.
+"""
 
 from __future__ import annotations
 
