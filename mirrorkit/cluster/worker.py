@@ -17,7 +17,10 @@ import json
 import os
 import runpy
 import signal
+import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -313,17 +316,129 @@ def run_target(target: str, context: WorkerContext) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mirrorkit.worker FILE[:FUNCTION] [--resolver slurm]`` on each node."""
+    """``python -m mirrorkit.worker FILE[:FUNCTION]`` on each node of a real cluster.
+
+    Joins within ``--join-timeout`` seconds or exits with status 2, naming the peers that
+    are not listening; SIGTERM ends it at once; once steps are reported
+    (:meth:`WorkerContext.report`), a run in which no step finishes for ``--stall-timeout``
+    seconds prints every worker's last step and current line and exits with status 3
+    (:mod:`mirrorkit.cluster._flight`).
+    """
     parser = argparse.ArgumentParser(prog="python -m mirrorkit.worker", description=main.__doc__)
     parser.add_argument("target", help="train.py:train (called with a WorkerContext) or train.py")
     parser.add_argument("--resolver", choices=("tf_config", "slurm"), default="tf_config")
     parser.add_argument("--port", type=int, default=None, help="with --resolver slurm")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--join-timeout",
+        type=_seconds(allow_zero=False),
+        default=120.0,
+        help="seconds for every worker to join the cluster (default 120)",
+    )
+    parser.add_argument(
+        "--stall-timeout",
+        type=_seconds(allow_zero=True),
+        default=300.0,
+        help="seconds without a reported step before the run counts as stalled "
+        "(default 300; 0 never)",
+    )
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        return _child(args)
+    return _parent(args, sys.argv[1:] if argv is None else list(argv))
+
+
+def _parent(args: argparse.Namespace, argv: list[str]) -> int:
+    # TensorFlow holds the GIL while it waits for the cluster, and its preemption notifier
+    # swallows SIGTERM from then on: no code in that process can keep a bound or obey
+    # SIGTERM. This process, without TensorFlow, keeps both for its child, the worker.
+    import queue
+
+    from mirrorkit.cluster import protocol as p
+    from mirrorkit.cluster._flight import join_report
+
+    read_fd, write_fd = os.pipe()
+    env = {**os.environ, p.EVENT_FD: str(write_fd), p.SUPERVISOR_PID: str(os.getpid())}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "mirrorkit.worker", *argv, "--child"], env=env, pass_fds=(write_fd,)
+    )
+    os.close(write_fd)
+
+    def end(signum, frame) -> None:
+        child.kill()
+        child.wait()
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, end)
+    events: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        with os.fdopen(read_fd, "rb") as stream:
+            for event in p.read_events(stream, 0):
+                events.put(event.kind)
+        events.put("closed")
+
+    threading.Thread(target=read, name="mirrorkit-events", daemon=True).start()
+    started, kind = time.monotonic(), ""
+    while kind not in ("ready", "closed"):
+        try:
+            kind = events.get(timeout=0.2)
+        except queue.Empty:
+            if time.monotonic() - started > args.join_timeout:
+                config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+                task = config.get("task", {})
+                job, index = task.get("type", "worker"), int(task.get("index", 0))
+                child.kill()
+                print(join_report(config, job, index, args.join_timeout), file=sys.stderr)
+                return 2
+    return child.wait()
+
+
+def _child(args: argparse.Namespace) -> int:
+    from mirrorkit.cluster import _procs, protocol as p
+    from mirrorkit.cluster._flight import FlightRecorder, failure_report
+
+    _procs.die_with_parent(int(os.environ.pop(p.SUPERVISOR_PID)))
+    channel = p.EventChannel.from_environment()
     import mirrorkit as mk
 
     mk.make_reproducible(args.seed)
-    context = WorkerContext.from_environment(args.resolver, port=args.port)
-    with context.as_current():
-        run_target(args.target, context)
+    recorder = FlightRecorder(args.stall_timeout)
+    context = WorkerContext.from_environment(args.resolver, port=args.port, events=recorder)
+    # Joining installed TensorFlow's preemption notifier on SIGTERM: end at once instead.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    channel.send(WorkerEvent(context.task_id, "ready"))
+    recorder.start(context.task_type, context.task_id, context.tf_config)
+    import tensorflow as tf
+
+    try:
+        with context.as_current():
+            run_target(args.target, context)
+    except tf.errors.OpError as error:  # TensorFlow's own: a few lines, not its traceback
+        print(
+            failure_report(error, context.tf_config, (context.task_type, context.task_id)),
+            file=sys.stderr,
+            flush=True,
+        )
+        return 1
+    finally:
+        recorder.stop()
     return 0
+
+
+def _seconds(allow_zero: bool):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not (value >= 0 if allow_zero else value > 0) or value == float("inf"):
+            raise argparse.ArgumentTypeError(
+                f"expected a number of seconds{' (0 for never)' if allow_zero else ' above 0'}, "
+                f"got {text!r}"
+            )
+        return value
+
+    return parse

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -122,3 +124,145 @@ def test_a_failure_summary_has_no_colour_codes_nor_keras_argument_lists():
         'ValueError: Input 0 of layer "dense" is incompatible: expected axis -1 to have value 4'
     )
     assert _one_line(RuntimeError("first\nmiddle\nlast")) == "RuntimeError: first ... last"
+
+
+# --- bounds: the join, SIGTERM, a stalled run (real processes on loopback) ---
+
+STALLS = textwrap.dedent(
+    """
+    import time
+    import tensorflow as tf
+
+    def train(context):
+        strategy = context.strategy
+        with strategy.scope():
+            weight = tf.Variable(1.0)
+
+        @tf.function
+        def step():
+            return strategy.reduce("SUM", strategy.run(lambda: tf.identity(weight)), axis=None)
+
+        for number in range(1, 1000):
+            if context.task_id == 1 and number == 4:
+                time.sleep(3600)  # worker 1 stops after step 3
+            step()
+            context.report(number)
+    """
+)
+
+
+def start_worker(tmp_path, addresses, index, *args):
+    script = tmp_path / "stalls.py"
+    script.write_text(STALLS)
+    config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "TF_CONFIG": json.dumps(config),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "mirrorkit.worker", f"{script}:train", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+
+
+def finish(worker, bound):
+    try:
+        _, err = worker.communicate(timeout=bound)
+    finally:
+        worker.kill()
+    return worker.returncode, err
+
+
+def test_a_worker_whose_peer_never_starts_names_it_within_the_join_timeout(tmp_path):
+    addresses = [f"127.0.0.1:{p}" for p in _procs.free_ports(2)]
+    code, err = finish(start_worker(tmp_path, addresses, 0, "--join-timeout", "6"), bound=60)
+    assert code == 2
+    assert "the cluster did not form within 6 s (worker 0 of 2 waited for its peers)" in err
+    assert f"worker 1 at {addresses[1]}: not listening (connection refused)" in err
+    assert "Waiting for: worker 1." in err
+    assert "Traceback" not in err
+
+
+def test_one_wrong_address_in_tf_config_is_named_by_the_worker_that_uses_it(tmp_path):
+    # Worker 1 listens where its own TF_CONFIG says; worker 0's TF_CONFIG has a typo there.
+    # Whether the join fails (worker 1 not yet registered with worker 0, the leader) or the
+    # first collective does (it had), worker 0 names the wrong address, bounded, in a few lines.
+    right, wrong, chief = _procs.free_ports(3)
+    first = start_worker(
+        tmp_path, [f"127.0.0.1:{chief}", f"127.0.0.1:{wrong}"], 0, "--join-timeout", "8"
+    )
+    second = start_worker(
+        tmp_path, [f"127.0.0.1:{chief}", f"127.0.0.1:{right}"], 1, "--join-timeout", "8"
+    )
+    (code0, err0), (code1, err1) = finish(first, 60), finish(second, 60)
+    assert code0 in (1, 2) and code1 in (1, 2), err0[-2000:] + err1[-2000:]
+    if code0 == 2:
+        assert f"worker 1 at 127.0.0.1:{wrong}: not listening (connection refused)" in err0
+        assert "Waiting for: worker 1." in err0
+    else:
+        assert "worker 0 failed at stalls.py:" in err0 and "UnavailableError" in err0
+        assert f"127.0.0.1:{wrong} is worker 1 in this worker's TF_CONFIG: not listening" in err0
+    assert "Traceback" not in err0 + err1
+    assert "mirrorkit.worker: " in err1
+
+
+def test_sigterm_ends_a_worker_waiting_for_its_peers(tmp_path):
+    addresses = [f"127.0.0.1:{p}" for p in _procs.free_ports(2)]
+    worker = start_worker(tmp_path, addresses, 0)
+    port = addresses[0].rsplit(":", 1)[1]
+    deadline = time.monotonic() + 60
+    while probe_state(addresses[0]) != "listening" and time.monotonic() < deadline:
+        time.sleep(0.2)  # TensorFlow's server is up: the worker is inside the join
+    assert worker.poll() is None
+    worker.terminate()
+    code, _ = finish(worker, bound=10)
+    assert code == 128 + signal.SIGTERM
+    assert probe_state(f"127.0.0.1:{port}") != "listening"  # the TensorFlow child ended too
+
+
+def test_a_stalled_run_reports_every_workers_last_step_and_line(tmp_path):
+    addresses = [f"127.0.0.1:{p}" for p in _procs.free_ports(2)]
+    workers = [start_worker(tmp_path, addresses, i, "--stall-timeout", "10") for i in range(2)]
+    results = [finish(w, bound=120) for w in workers]
+    assert [code for code, _ in results] == [3, 3]
+    line = STALLS.splitlines().index("            time.sleep(3600)  # worker 1 stops after step 3")
+    for index, (_, err) in enumerate(results):
+        assert f"the run stalled: worker {index} finished no step for" in err
+        assert "worker 0 at" in err and "finished step 3" in err
+        assert "now at stalls.py:" in err and "`step()`, inside tf.function 'step'" in err
+        assert f"now at stalls.py:{line + 1} `time.sleep(3600)" in err
+        assert "Waiting for: worker 1 (not inside a TensorFlow call" in err
+        assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--join-timeout", "0"], "--join-timeout: expected a number of seconds above 0, got '0'"),
+        (["--join-timeout", "-5"], "expected a number of seconds above 0, got '-5'"),
+        (["--join-timeout", "soon"], "expected a number of seconds above 0, got 'soon'"),
+        (["--stall-timeout", "-1"], "--stall-timeout: expected a number of seconds (0 for never)"),
+        (["--stall-timeout", "inf"], "expected a number of seconds (0 for never), got 'inf'"),
+        (["--resolver", "mpi"], "argument --resolver: invalid choice: 'mpi'"),
+        ([], "the following arguments are required: target"),
+    ],
+)
+def test_worker_cli_options_that_cannot_work_are_refused(args, message, capsys):
+    from mirrorkit.cluster.worker import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main((["train.py:train"] if args else []) + args)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def probe_state(address):
+    from mirrorkit.cluster._flight import probe
+
+    return probe(address, timeout=0.5)
