@@ -45,6 +45,7 @@ RIGHT = "right"
 KERAS_DEFAULT_UNEVEN = "default Keras reduction with unequal replica batches"
 LOCAL_MEAN = "local mean summed over replicas"
 SCALED_TWICE = "loss scaled twice"
+AVERAGED_TWICE = "loss averaged twice"
 SUM_REDUCTION = "sum reduction"
 NEGATED = "negated loss"
 REGULARIZATION_UNSCALED = "regularization not scaled by replicas"
@@ -52,10 +53,9 @@ REGULARIZATION_MISSING = "regularization missing"
 REGULARIZATION_TWICE = "regularization scaled twice"
 OTHER = "other"
 
-_GOOD_PATTERN = (
-    "loss_fn = keras.losses.MeanSquaredError(reduction='none'); per_example = loss_fn(y, "
-    "model(x, training=True)); loss = tf.nn.compute_average_loss(per_example, "
-    "global_batch_size=GLOBAL_BATCH)"
+_GOOD_STEPS = (
+    "per_example = loss_fn(y, model(x, training=True)); loss = "
+    "tf.nn.compute_average_loss(per_example, global_batch_size=GLOBAL_BATCH)"
 )
 _GOOD_REGULARIZATION = "loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))"
 
@@ -366,6 +366,7 @@ def check_step_equivalence(
         ratio,
         rtol,
         atol,
+        _good_pattern(loss),
     )
     names = [getattr(v, "path", None) or v.name for v in variables]
     rows = tuple(
@@ -445,6 +446,38 @@ def _length(tf, structure) -> int:
 
 def _numpy_structure(tf, value):
     return tf.nest.map_structure(lambda t: np.asarray(t), value)
+
+
+def _good_pattern(loss) -> str:
+    """The right ``compute_loss``, written with the loss the learner passed as ``loss``.
+
+    Example:
+        >>> import keras
+        >>> _good_pattern("mse").split(";")[0]
+        "loss_fn = keras.losses.MeanSquaredError(reduction='none')"
+        >>> loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        >>> _good_pattern(loss).split(";")[0]
+        "loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction='none')"
+    """
+    import keras
+
+    if isinstance(loss, str):
+        try:
+            loss = keras.losses.get(loss)
+        except ValueError:
+            loss = None
+    name = getattr(loss, "__name__", "")
+    camel = "".join(part.title() for part in name.split("_"))
+    if isinstance(loss, keras.losses.Loss):
+        logits = "from_logits=True, " if loss.get_config().get("from_logits") else ""
+        make = f"keras.losses.{type(loss).__name__}({logits}reduction='none')"
+    elif name and isinstance(getattr(keras.losses, camel, None), type):
+        make = f"keras.losses.{camel}(reduction='none')"
+    elif name and name != "<lambda>":
+        make = name  # the learner's own per-example function
+    else:
+        make = "your per-example loss function"
+    return f"loss_fn = {make}; {_GOOD_STEPS}"
 
 
 def _per_example_loss(loss):
@@ -648,7 +681,7 @@ def _close(measured, predicted) -> bool:
     )
 
 
-def _data_cause(weights, sizes, global_batch):
+def _data_cause(weights, sizes, global_batch, good):
     """Match the example weights of the non-empty replicas against the known bugs."""
     filled = _filled(sizes)
     measured = [weights[i] for i in filled]
@@ -670,14 +703,14 @@ def _data_cause(weights, sizes, global_batch):
             f"'sum_over_batch_size' does under tf.distribute (and "
             f"tf.nn.compute_average_loss without global_batch_size). It is right only "
             f"when the replicas get equal batches; here they got {sizes_text}, so an "
-            f"example on a replica with fewer examples weighs more. Use {_GOOD_PATTERN}.",
+            f"example on a replica with fewer examples weighs more. Use {good}.",
         ),
         (
             LOCAL_MEAN,
             [b / s for s in local],
             f"Each replica averages its loss over its local batch (a plain mean), and the "
             f"all-reduce then SUMS the {n} replicas' gradients: about {n}x too big. Divide "
-            f"by the global batch instead: {_GOOD_PATTERN}.",
+            f"by the global batch instead: {good}.",
         ),
         (
             SCALED_TWICE,
@@ -694,18 +727,35 @@ def _data_cause(weights, sizes, global_batch):
             f"replica's share; do not divide it by {n} again.",
         ),
         (
+            AVERAGED_TWICE,
+            [1.0 / s for s in local],
+            f"The loss is averaged twice: compute_loss averages over the replica's own "
+            f"batch (tf.reduce_mean, a plain mean) and then divides that mean by the "
+            f"global batch ({b}) again, so each example weighs 1/(its replica's batch) of "
+            f"what it should. Divide the per-example losses by the global batch once: "
+            f"{good}.",
+        ),
+        (
+            AVERAGED_TWICE,
+            [1.0 / (n * s) for s in local],
+            f"The loss is averaged twice: a Keras loss with its default reduction already "
+            f"averages over the replica's batch (and divides by the {n} replicas), and that "
+            f"mean is divided by the global batch ({b}) again. Give the Keras loss "
+            f"reduction='none' and divide once: {good}.",
+        ),
+        (
             SUM_REDUCTION,
             [float(b)] * len(local),
             f"The per-example losses are summed and never divided by the global batch "
             f"({b}): a loss with reduction='sum'. Divide by the global batch size: "
-            f"{_GOOD_PATTERN}.",
+            f"{good}.",
         ),
         (
             SUM_REDUCTION,
             [b / n] * len(local),
             f"The per-example losses are summed (reduction='sum') and divided by the "
             f"{n} replicas, not by the global batch ({b}): {b / n:g}x too big. Use "
-            f"{_GOOD_PATTERN}.",
+            f"{good}.",
         ),
     ]
     for cause, predicted, message in patterns:
@@ -756,7 +806,9 @@ def _regularization_cause(weights, n):
     )
 
 
-def _diagnose(equivalent, explained, example_weights, reg_weights, sizes, b, ratio, rtol, atol):
+def _diagnose(
+    equivalent, explained, example_weights, reg_weights, sizes, b, ratio, rtol, atol, good
+):
     if equivalent:
         return RIGHT, (
             f"The distributed step applies the single-device gradient (rtol {number(rtol)}, "
@@ -768,7 +820,7 @@ def _diagnose(equivalent, explained, example_weights, reg_weights, sizes, b, rat
             "It is not a rescaling of the right gradient: check that compute_loss uses the "
             "same loss and predictions as `loss`, model(x, training=True)."
         )
-    data_cause, data_message = _data_cause(example_weights, sizes, b)
+    data_cause, data_message = _data_cause(example_weights, sizes, b, good)
     if data_cause != RIGHT:
         message = head + data_message
         if reg_weights is not None:

@@ -149,6 +149,23 @@ def test_compute_average_loss_divided_again_is_scaled_twice(strategy):
     assert report.gradient_ratio == pytest.approx(0.25, rel=1e-3)
 
 
+@pytest.mark.parametrize("size", [8, 10])
+def test_a_mean_divided_again_by_the_global_batch_is_named_averaged_twice(strategy, size):
+    def plain_mean_again(model, x, y):
+        return tf.reduce_mean(tf.square(y - model(x, training=True))) / size
+
+    def keras_mean_again(model, x, y):
+        return KERAS_DEFAULT(y, model(x, training=True)) / size
+
+    plain = check(strategy, plain_mean_again, size)
+    assert plain.cause == eq.AVERAGED_TWICE
+    assert "averages over the replica's own batch (tf.reduce_mean" in plain.message
+    keras_report = check(strategy, keras_mean_again, size)
+    assert keras_report.cause == eq.AVERAGED_TWICE
+    assert "a Keras loss with its default reduction already averages" in keras_report.message
+    assert "reduction='none'" in keras_report.message
+
+
 def test_sum_reduction(strategy):
     def summed(model, x, y):
         return KERAS_SUM(y, model(x, training=True))
@@ -345,3 +362,30 @@ def test_a_classifier_checked_with_its_own_loss_is_equivalent(strategy):
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
     assert report.equivalent, str(report)
+
+
+@pytest.mark.parametrize(
+    ("loss", "quoted"),
+    [
+        (
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            "keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction='none')",
+        ),
+        ("own function", "per_example_cross_entropy"),
+    ],
+)
+def test_the_fix_quotes_the_learners_own_loss(strategy, loss, quoted):
+    loss = per_example_cross_entropy if loss == "own function" else loss
+
+    def local_mean(model, x, y):
+        per_example = keras.losses.sparse_categorical_crossentropy(y, model(x), from_logits=True)
+        return tf.reduce_mean(per_example)
+
+    report = mk.check_step_equivalence(strategy, classifier, local_mean, class_batch(), loss=loss)
+    assert report.cause == eq.LOCAL_MEAN
+    assert f"loss_fn = {quoted}; per_example = loss_fn(y, " in report.message
+    assert "MeanSquaredError" not in report.message
+
+
+def per_example_cross_entropy(y, logits):
+    return keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
