@@ -117,11 +117,7 @@ class WorkerContext:
                 "or use resolver='slurm' inside srun."
             )
         if resolver == "slurm":
-            # mirrorkit.cluster.scaleout reads Slurm's variables itself: TensorFlow's resolver sorts
-            # node names as strings (node10 before node9) and runs nvidia-smi on CPU nodes.
-            from mirrorkit.cluster.scaleout import slurm_tf_config
-
-            os.environ["TF_CONFIG"] = json.dumps(slurm_tf_config(port=port))
+            os.environ["TF_CONFIG"] = json.dumps(_resolve_tf_config(resolver, port))
         import tensorflow as tf
 
         cluster_resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
@@ -387,7 +383,7 @@ def _parent(args: argparse.Namespace, argv: list[str]) -> int:
             kind = events.get(timeout=0.2)
         except queue.Empty:
             if time.monotonic() - started > args.join_timeout:
-                config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+                config = _resolve_tf_config(args.resolver, args.port)  # as the child did
                 task = config.get("task", {})
                 job, index = task.get("type", "worker"), int(task.get("index", 0))
                 child.kill()
@@ -426,6 +422,17 @@ def _child(args: argparse.Namespace) -> int:
     finally:
         recorder.stop()
     return 0
+
+
+def _resolve_tf_config(resolver: str, port: int | None) -> dict:
+    """The cluster this process belongs to: TF_CONFIG, or built from Slurm's variables."""
+    if resolver == "slurm":
+        # mirrorkit.cluster.scaleout reads Slurm's variables itself: TensorFlow's resolver sorts
+        # node names as strings (node10 before node9) and runs nvidia-smi on CPU nodes.
+        from mirrorkit.cluster.scaleout import slurm_tf_config
+
+        return slurm_tf_config(port=port)
+    return json.loads(os.environ["TF_CONFIG"])
 
 
 def _seconds(allow_zero: bool):

@@ -189,6 +189,37 @@ def test_a_worker_whose_peer_never_starts_names_it_within_the_join_timeout(tmp_p
     assert "Traceback" not in err
 
 
+def test_under_slurm_the_join_report_names_the_task_that_never_started(tmp_path):
+    # `srun --ntasks=2` on one node, but only task 0 ever runs: the report must read the
+    # cluster from Slurm's variables, as the worker did (there is no TF_CONFIG here).
+    port = _procs.free_ports(1)[0]
+    script = tmp_path / "stalls.py"
+    script.write_text(STALLS)
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    env.update(
+        PYTHONPATH=str(ROOT),
+        TF_CPP_MIN_LOG_LEVEL="3",
+        SLURM_STEP_NODELIST="localhost",
+        SLURM_STEP_TASKS_PER_NODE="2",
+        SLURM_STEP_NUM_TASKS="2",
+        SLURM_PROCID="0",
+    )
+    args = ["--resolver", "slurm", "--port", str(port), "--join-timeout", "6"]
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "mirrorkit.worker", f"{script}:train", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    code, err = finish(worker, bound=60)
+    assert code == 2
+    assert "(worker 0 of 2 waited for its peers)" in err
+    assert f"worker 1 at localhost:{port + 1}: not listening" in err
+    assert "Traceback" not in err
+
+
 def test_one_wrong_address_in_tf_config_is_named_by_the_worker_that_uses_it(tmp_path):
     # Worker 1 listens where its own TF_CONFIG says; worker 0's TF_CONFIG has a typo there.
     # Whether the join fails (worker 1 not yet registered with worker 0, the leader) or the
