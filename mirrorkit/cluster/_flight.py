@@ -61,6 +61,17 @@ def _library(filename: str) -> str | None:
     return None
 
 
+def _code_line(filename: str, lineno: int) -> str:
+    """``"file.py:LINE `code`"``: a line of the learner's code, as the reports show it."""
+    code = linecache.getline(filename, lineno).strip()
+    return f"{os.path.basename(filename)}:{lineno}" + (f" `{code}`" if code else "")
+
+
+def _key(job: str, index: int) -> str:
+    """The key-value store key of one task's record."""
+    return f"{KEY_PREFIX}/{job}/{index}"
+
+
 def tasks(tf_config: dict) -> list[tuple[str, int, str]]:
     """Every task of a TF_CONFIG's cluster: ``(job, index, address)``, chief first.
 
@@ -181,7 +192,7 @@ def where(thread_id: int) -> tuple[str, bool, str | None]:
         ``("file.py:LINE `code`", inside_tensorflow, function)``: the frames of TensorFlow,
         Keras and mirrorkit are skipped; ``inside_tensorflow`` says whether TensorFlow's
         frames are below that line (an op, a ``tf.function`` or a collective running) and
-        ``function`` names the innermost ``tf.function`` running there, if any.
+        ``function`` names the ``tf.function`` that line called, if any.
 
     Example:
         >>> import threading
@@ -192,11 +203,10 @@ def where(thread_id: int) -> tuple[str, bool, str | None]:
     inside, function = False, None
     while frame is not None:
         name = frame.f_code.co_filename
-        if _library(name) is None:
-            code = linecache.getline(name, frame.f_lineno).strip()
-            text = f"{os.path.basename(name)}:{frame.f_lineno}" + (f" `{code}`" if code else "")
-            return text, inside, function
-        if _library(name) == "tensorflow":
+        library = _library(name)
+        if library is None:
+            return _code_line(name, frame.f_lineno), inside, function
+        if library == "tensorflow":
             inside = True
             if "polymorphic_function" in name:  # the outermost is the learner's tf.function
                 label = getattr(frame.f_locals.get("self"), "_name", None)
@@ -230,8 +240,7 @@ def failure_report(error: BaseException, tf_config: dict, task: tuple[str, int])
     for frame, line in traceback.walk_tb(error.__traceback__):
         name = frame.f_code.co_filename
         if _library(name) is None:
-            code = linecache.getline(name, line).strip()
-            place = f"{os.path.basename(name)}:{line}" + (f" `{code}`" if code else "")
+            place = _code_line(name, line)
     out = [f"mirrorkit.worker: {task[0]} {task[1]} failed at {place}: {what}"]
     named = []
     for job, index, address in tasks(tf_config):
@@ -282,7 +291,6 @@ class FlightRecorder:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._task: tuple[str, int] = ("worker", 0)
-        self._key = ""
         self._tf_config: dict = {}
 
     def send(self, event) -> None:
@@ -299,7 +307,6 @@ class FlightRecorder:
     def start(self, task_type: str, task_id: int, tf_config: dict) -> None:
         """Publish this worker's record every second and watch for a stall (daemon threads)."""
         self._task = (task_type, int(task_id))
-        self._key = f"{KEY_PREFIX}/{task_type}/{task_id}"
         self._tf_config = tf_config
         for target in (self._publish, self._watch):
             thread = threading.Thread(target=target, name=f"mirrorkit-{target.__name__[1:]}")
@@ -325,7 +332,7 @@ class FlightRecorder:
         waiting = []
         for job, index, address in tasks(self._tf_config):
             here = (job, index) == self._task
-            record = self.record() if here else _read(f"{KEY_PREFIX}/{job}/{index}")
+            record = self.record() if here else _read(_key(job, index))
             if record is None:
                 text = f"no record (its address: {probe(address)})"
             else:
@@ -351,14 +358,15 @@ class FlightRecorder:
     def _publish(self) -> None:  # a thread
         from tensorflow.python.eager import context
 
+        key = _key(*self._task)
         while not self._stop.wait(1.0):
             value = json.dumps(asdict(self.record()))
             # The store cannot overwrite a key: delete, then insert. Failures mean the key
             # was not there yet, or the service is gone (nothing to publish to).
             with contextlib.suppress(Exception):
-                context.context().delete_config_key_value(self._key)
+                context.context().delete_config_key_value(key)
             with contextlib.suppress(Exception):
-                context.context().set_config_key_value(self._key, value)
+                context.context().set_config_key_value(key, value)
 
     def _watch(self) -> None:
         if self.stall_timeout <= 0:
