@@ -286,7 +286,7 @@ WRONG_PREVIEWS = [
         lambda s: mk.preview_input("mirrored", ids(8, 4)),
         TypeError,
         "strategy",
-        r"got str: create one with strategy = mk\.make_strategy\(\) and call "
+        r"got the text 'mirrored': create one with strategy = mk\.make_strategy\(\) and call "
         r"mk\.preview_input\(strategy, dataset\)",
         id="strategy-a-string",
     ),

@@ -287,7 +287,7 @@ WRONG_ALL_REDUCED = [
         lambda s: mk.check_all_reduced(ids(s), "mirrored", expected=6.0),
         TypeError,
         "strategy",
-        r"got str: create one with strategy = mk\.make_strategy\(\)",
+        r"got the text 'mirrored': create one with strategy = mk\.make_strategy\(\)",
         id="strategy-a-string",
     ),
 ]
@@ -426,7 +426,7 @@ WRONG_LOSS_STEPS = [
         lambda s: mk.check_loss_step(mean_squared, _model_fn, s, loss_batch()),
         TypeError,
         "strategy",
-        r"got function: create one with strategy = mk\.make_strategy\(\) and call "
+        r"got the function _model_fn: create one with strategy = mk\.make_strategy\(\) and call "
         r"mk\.check_loss_step\(compute_loss, strategy, model_fn, batch\)",
         id="arguments-swapped",
     ),
