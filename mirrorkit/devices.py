@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mirrorkit import _gpus
+from mirrorkit._validate import require_strategy
 from mirrorkit.errors import ReplicaSetupError
 
 #: Smallest memory a logical GPU gets when a physical GPU is split into several replicas.
@@ -65,20 +66,58 @@ class ReplicaPlan:
         return tuple(f"/device:{device}:{i}" for i in range(self.replicas))
 
 
-def _check_count(n) -> None:
+def _check_count(n, call: str = "simulate_replicas") -> None:
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(
             f"n must be an int number of replicas, got {type(n).__name__} {n!r}; "
-            "for example simulate_replicas(4)."
+            f"for example {call}(4)."
         )
     if n < 1:
-        raise ValueError(f"n must be at least 1 replica, got {n}.")
+        raise ValueError(
+            f"n must be at least 1 replica, got {n}: ask for 1 or more, e.g. {call}(4)."
+        )
     if n > MAX_REPLICAS:
         raise ValueError(
             f"n={n} replicas is more than mirrorkit simulates ({MAX_REPLICAS}): each one is a "
             "device with its own memory and threads, and every lesson shows the same with "
             f"2 to 8. Ask for at most {MAX_REPLICAS}."
         )
+
+
+def _check_flag(name: str, value, meaning: str) -> None:
+    """``value`` must be a real bool: the text 'no' would count as True."""
+    if not isinstance(value, bool):
+        raise TypeError(
+            f"{name} must be True or False, got {type(value).__name__} {value!r}: "
+            f"write {name}=False {meaning}."
+        )
+
+
+def _gpu_list(gpus) -> list[tuple[str | None, int | None]]:
+    """``gpus`` as a list of (name, MiB) pairs, or a sentence saying how to write it."""
+    example = "gpus=[('Tesla T4', 15360)], one (name, memory in MiB) pair per GPU"
+    if isinstance(gpus, str | bytes | Mapping) or not isinstance(gpus, Iterable):
+        raise TypeError(
+            f"gpus must be a list of pairs, got {type(gpus).__name__}: write {example}."
+        )
+    pairs = list(gpus)
+    if pairs and len(pairs) == 2 and isinstance(pairs[0], str) and not isinstance(pairs[1], str):
+        raise TypeError(
+            f"gpus must be a list of pairs, got the single pair {tuple(pairs)!r}: write "
+            f"gpus=[{tuple(pairs)!r}] for one GPU."
+        )
+    result = []
+    for pair in pairs:
+        if isinstance(pair, str) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise TypeError(f"gpus holds {pair!r}, not a (name, memory) pair: write {example}.")
+        name, memory = pair
+        if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int)):
+            raise TypeError(
+                f"gpus holds {pair!r}: the memory must be an int number of MiB or None when "
+                f"unknown, got {type(memory).__name__} {memory!r}; write e.g. ({name!r}, 15360)."
+            )
+        result.append((name, memory))
+    return result
 
 
 def _plural(count: int, word: str) -> str:
@@ -168,7 +207,8 @@ def plan_replicas(
         A :class:`ReplicaPlan`; its ``message`` names the numbers and the reason.
 
     Raises:
-        TypeError: If ``n`` is not an ``int``.
+        TypeError: If ``n`` or ``min_memory_mib`` is not an ``int``, ``use_gpus`` is not a
+            bool, or ``gpus`` is not a list of ``(name, memory)`` pairs.
         ValueError: If ``n`` or ``min_memory_mib`` is smaller than 1, or ``n`` is more
             than ``MAX_REPLICAS``.
 
@@ -186,12 +226,19 @@ def plan_replicas(
         of at least 1024 MiB each (90% of its memory is usable); the GPU is hidden from
         TensorFlow in this process
     """
-    _check_count(n)
+    _check_count(n, "plan_replicas")
     if isinstance(min_memory_mib, bool) or not isinstance(min_memory_mib, int):
-        raise TypeError(f"min_memory_mib must be an int, got {min_memory_mib!r}.")
+        raise TypeError(
+            f"min_memory_mib must be an int, got {min_memory_mib!r}: write a number of MiB, "
+            f"e.g. min_memory_mib={MIN_REPLICA_MEMORY_MIB}."
+        )
     if min_memory_mib < 1:
-        raise ValueError(f"min_memory_mib must be at least 1, got {min_memory_mib}.")
-    gpus = [(name, memory) for name, memory in gpus]
+        raise ValueError(
+            f"min_memory_mib must be at least 1, got {min_memory_mib}: write a number of MiB, "
+            f"e.g. min_memory_mib={MIN_REPLICA_MEMORY_MIB}."
+        )
+    _check_flag("use_gpus", use_gpus, "to simulate the replicas on the CPU")
+    gpus = _gpu_list(gpus)
     count = len(gpus)
     replicas = _plural(n, "replica")
     on_cpus = f"{replicas} on {_plural(n, 'logical CPU device')}"
@@ -267,7 +314,7 @@ def simulate_replicas(n: int, *, use_gpus: bool = True, report: bool = True) -> 
         The device names the replicas run on, in replica order.
 
     Raises:
-        TypeError: If ``n`` is not an ``int``.
+        TypeError: If ``n`` is not an ``int``, or ``use_gpus`` or ``report`` not a bool.
         ValueError: If ``n`` is smaller than 1 or more than ``MAX_REPLICAS``.
         ReplicaSetupError: If TensorFlow already started with other devices, or could
             not create the logical GPUs.
@@ -279,6 +326,8 @@ def simulate_replicas(n: int, *, use_gpus: bool = True, report: bool = True) -> 
         ('/device:CPU:0',)
     """
     _check_count(n)
+    _check_flag("use_gpus", use_gpus, "to simulate the replicas on the CPU")
+    _check_flag("report", report, "to print nothing")
 
     import tensorflow as tf
 
@@ -375,7 +424,7 @@ def replica_devices(strategy) -> tuple[str, ...]:
         Device names such as ``'/job:localhost/replica:0/task:0/device:CPU:0'``.
 
     Raises:
-        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``.
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy`` object.
 
     Example:
         >>> import tensorflow as tf
@@ -385,8 +434,7 @@ def replica_devices(strategy) -> tuple[str, ...]:
     """
     import tensorflow as tf
 
-    if not isinstance(strategy, tf.distribute.Strategy):
-        raise TypeError(f"expected a tf.distribute.Strategy, got {type(strategy).__name__}.")
+    require_strategy(strategy, "mk.replica_devices(strategy)")
     if not tf.distribute.has_strategy() and strategy is tf.distribute.get_strategy():
         return (tf.constant(0).device,)  # the default strategy: one replica, default device
     return tuple(strategy.extended.worker_devices)

@@ -146,9 +146,10 @@ def inspect(value, *, atol: float = 0.0) -> ReplicaTable:
         A :class:`ReplicaTable`; it prints as text and shows as HTML in notebooks.
 
     Raises:
-        TypeError: If ``value`` is not a TensorFlow or Keras value.
-        ValueError: If a distributed value has no replicas, or a tensor is symbolic
-            (called inside ``tf.function``).
+        TypeError: If ``value`` is not a TensorFlow or Keras value (a NumPy array, plain
+            numbers, a strategy, a dataset, a function...), or ``atol`` is not a number.
+        ValueError: If a distributed value has no replicas, a tensor is symbolic
+            (called inside ``tf.function``), or ``atol`` is negative.
 
     Example:
         >>> import tensorflow as tf
@@ -161,18 +162,70 @@ def inspect(value, *, atol: float = 0.0) -> ReplicaTable:
     import keras
     import tensorflow as tf
 
-    if atol < 0:
-        raise ValueError(f"atol must be >= 0, got {atol}.")
+    if isinstance(atol, bool) or not isinstance(atol, int | float):
+        raise TypeError(
+            f"atol must be a number, got {type(atol).__name__} {atol!r}: write e.g. atol=1e-6."
+        )
+    if not atol >= 0:
+        raise ValueError(f"atol must be >= 0, got {atol}: write e.g. atol=1e-6, or 0.0 for exact.")
     if isinstance(value, keras.Model):
         return _inspect_model(value, atol)
+    if isinstance(value, list | tuple) and value and all(_plain_number(v) for v in value):
+        raise TypeError(
+            f"value is a {type(value).__name__} of plain numbers, not a TensorFlow value: "
+            f"wrap it first, mk.inspect(tf.constant({list(value)!r}))."
+        )
     if isinstance(value, Mapping | list | tuple) and not isinstance(value, tf.Tensor):
         items = _flatten(value, "")
         if not items:
-            raise ValueError("inspect() got an empty structure; pass at least one value.")
+            raise ValueError(
+                f"value is an empty {type(value).__name__}: pass at least one tensor, variable "
+                "or result of strategy.run."
+            )
         rows = tuple(row for name, item in items for row in _rows(item, name, atol))
         return ReplicaTable(f"{len(items)} values", rows)
     rows = _rows(value, "", atol)
     return ReplicaTable(_title(value, rows), rows, _notes(value, rows))
+
+
+def _plain_number(value) -> bool:
+    return isinstance(value, int | float | complex | np.number) and not isinstance(value, bool)
+
+
+def _not_a_value(value, where: str) -> TypeError:
+    """Why ``value`` cannot be inspected, and what to inspect instead."""
+    import tensorflow as tf
+
+    name = type(value).__name__
+    if isinstance(value, tf.distribute.Strategy) or (
+        isinstance(value, type) and issubclass(value, tf.distribute.Strategy)
+    ):
+        advice = (
+            "a strategy holds no values of its own: inspect what it makes, the result of "
+            "strategy.run(fn) or a variable created in strategy.scope()"
+        )
+    elif isinstance(value, tf.data.Dataset) or "DistributedDataset" in name:
+        advice = "a dataset is a recipe for batches: inspect one batch, next(iter(dataset))"
+    elif "DistributedIterator" in name or isinstance(value, tf.data.Iterator):
+        advice = "inspect the batch it gives: mk.inspect(next(iterator))"
+    elif value is None:
+        advice = (
+            "None usually means the function run returned nothing: make it return its tensor "
+            "(return x), then inspect strategy.run(fn)"
+        )
+    elif callable(value):
+        advice = "run the function first, e.g. mk.inspect(strategy.run(fn)), and inspect the result"
+    elif isinstance(value, np.ndarray) or _plain_number(value):
+        advice = "wrap it first with tf.constant(...), e.g. mk.inspect(tf.constant(x))"
+    else:
+        advice = (
+            "pass a tensor, a variable, a Keras model or the result of strategy.run; wrap "
+            "plain numbers with tf.constant(...)"
+        )
+    return TypeError(
+        f"value{where} must be a TensorFlow value (a PerReplica from strategy.run, a "
+        f"MirroredVariable, a tensor, a Keras model...), got {name}: {advice}."
+    )
 
 
 def _flatten(value, prefix: str) -> list[tuple[str, object]]:
@@ -212,12 +265,7 @@ def _rows(value, name: str, atol: float) -> tuple[ReplicaRow, ...]:
     kind = _kind(value)
     if kind == SINGLE:
         if not isinstance(value, tf.Tensor | tf.Variable):
-            where = f" at {name}" if name else ""
-            raise TypeError(
-                f"inspect() takes TensorFlow values (a PerReplica from strategy.run, a "
-                f"MirroredVariable, a tensor, a Keras model...), got {type(value).__name__}"
-                f"{where}. Wrap plain numbers with tf.constant(...) first."
-            )
+            raise _not_a_value(value, f" at {name}" if name else "")
         parts = (value,)
     else:
         parts = tuple(value.values)
@@ -244,11 +292,16 @@ def _rows(value, name: str, atol: float) -> tuple[ReplicaRow, ...]:
 def _to_numpy(tensor) -> np.ndarray:
     try:
         return np.asarray(tensor.numpy())
-    except (AttributeError, NotImplementedError) as error:
-        raise ValueError(
-            "inspect() needs concrete values, but got a symbolic tensor: call it outside "
-            "tf.function (for example on the result that strategy.run returns)."
-        ) from error
+    except (AttributeError, NotImplementedError):
+        symbolic = ValueError(
+            "value holds a symbolic tensor, which has no numbers to show yet: call "
+            "mk.inspect outside tf.function (for example on the result that strategy.run "
+            "returns)."
+        )
+        # AutoGraph would otherwise rewrite the message into an "in user code:" listing of
+        # the frames of the tf.function; this attribute makes it pass the error as it is.
+        symbolic.ag_pass_through = True
+        raise symbolic from None
 
 
 def _agree(arrays: list[np.ndarray], atol: float) -> bool:

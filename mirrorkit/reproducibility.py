@@ -34,7 +34,7 @@ def make_reproducible(seed: int = 0, *, quiet: bool = True) -> int:
         The seed that was applied.
 
     Raises:
-        TypeError: If ``seed`` is not an ``int``.
+        TypeError: If ``seed`` is not an ``int``, or ``quiet`` is not a bool.
         ValueError: If ``seed`` is outside ``[0, 2**32 - 1]``.
 
     Example:
@@ -48,9 +48,20 @@ def make_reproducible(seed: int = 0, *, quiet: bool = True) -> int:
         True
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}.")
+        raise TypeError(
+            f"seed must be an int, got {type(seed).__name__} {seed!r}: pass a whole number, "
+            "e.g. make_reproducible(42)."
+        )
     if not 0 <= seed <= _MAX_SEED:
-        raise ValueError(f"seed must be between 0 and {_MAX_SEED}, got {seed}.")
+        raise ValueError(
+            f"seed must be between 0 and {_MAX_SEED}, got {seed}: pick a number in that range, "
+            "e.g. make_reproducible(42)."
+        )
+    if not isinstance(quiet, bool):
+        raise TypeError(
+            f"quiet must be True or False, got {type(quiet).__name__} {quiet!r}: write "
+            "quiet=False to keep TensorFlow's log lines."
+        )
     if quiet:
         os.environ.update(QUIET_ENVIRONMENT)  # whatever the shell had: outputs must repeat
 

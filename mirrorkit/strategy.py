@@ -51,7 +51,9 @@ def make_strategy(all_reduce: str = "collective", devices=None):
         A ``tf.distribute.MirroredStrategy``.
 
     Raises:
-        TypeError: If ``devices`` is a single string, or holds something else than names.
+        TypeError: If ``all_reduce`` is not a name (for example devices passed first, or a
+            ``CrossDeviceOps`` object), or ``devices`` is a single string or holds
+            something else than names.
         ValueError: If ``all_reduce`` is not a known name, or ``devices`` is empty, names
             a device this process does not have, or names one device twice.
         AllReduceUnavailableError: If ``"nccl"`` is asked for where it cannot run.
@@ -64,9 +66,7 @@ def make_strategy(all_reduce: str = "collective", devices=None):
         >>> type(strategy).__name__
         'MirroredStrategy'
     """
-    if all_reduce not in ALL_REDUCE_ALGORITHMS:
-        known = ", ".join(repr(name) for name in ALL_REDUCE_ALGORITHMS)
-        raise ValueError(f"unknown all_reduce {all_reduce!r}; choose one of {known}.")
+    _check_all_reduce(all_reduce)
 
     import tensorflow as tf
 
@@ -81,6 +81,42 @@ def make_strategy(all_reduce: str = "collective", devices=None):
     if key not in _STRATEGIES:
         _STRATEGIES[key] = _new_strategy(tf, devices, all_reduce, len(_STRATEGIES) + 1)
     return _STRATEGIES[key]
+
+
+def _check_all_reduce(all_reduce) -> None:
+    """``all_reduce`` must be one of the names; say how to write it otherwise."""
+    known = ", ".join(repr(name) for name in ALL_REDUCE_ALGORITHMS)
+    if isinstance(all_reduce, str):
+        if all_reduce in ALL_REDUCE_ALGORITHMS:
+            return
+        close = all_reduce.strip().lower().replace("-", "_").replace(" ", "_")
+        hint = f" (did you mean {close!r}?)" if close in ALL_REDUCE_ALGORITHMS else ""
+        raise ValueError(f"unknown all_reduce {all_reduce!r}{hint}; choose one of {known}.")
+    if (
+        isinstance(all_reduce, list | tuple)
+        and all_reduce
+        and all(isinstance(d, str) for d in all_reduce)
+    ):
+        raise TypeError(
+            f"all_reduce got the list {list(all_reduce)!r}, which looks like devices: the "
+            f"first argument is the all-reduce's name, so pass devices by keyword, "
+            f"make_strategy(devices={list(all_reduce)!r})."
+        )
+    cls = type(all_reduce).__name__
+    by_class = {
+        "ReductionToOneDevice": "one_device",
+        "HierarchicalCopyAllReduce": "hierarchical_copy",
+        "NcclAllReduce": "nccl",
+    }
+    if cls in by_class:
+        raise TypeError(
+            f"all_reduce must be a name, got a {cls} object: write "
+            f"make_strategy(all_reduce={by_class[cls]!r}), which builds it for you."
+        )
+    raise TypeError(
+        f"all_reduce must be the name of an all-reduce, got {cls} {all_reduce!r}; choose one "
+        f"of {known}, e.g. make_strategy('collective')."
+    )
 
 
 def _checked_devices(tf, devices) -> tuple[str, ...]:
@@ -136,8 +172,8 @@ def _device_key(tf, name, example: str) -> tuple[str, int]:
         )
     if spec.job not in (None, "localhost"):
         raise ValueError(
-            f"{name!r} is on job {spec.job!r}: make_strategy builds a one-machine "
-            "MirroredStrategy. For several machines use MultiWorkerMirroredStrategy "
+            f"devices holds {name!r}, which is on job {spec.job!r}: make_strategy builds a "
+            "one-machine MirroredStrategy. For several machines use MultiWorkerMirroredStrategy "
             "(mk.LocalCluster runs one on this machine)."
         )
     return spec.device_type.upper(), spec.device_index

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -51,3 +52,50 @@ def book_html(tmp_path_factory) -> Path:
     from bookbuild.jupyterbook import build_html
 
     return build_html(tmp_path_factory.mktemp("book"))
+
+
+# Text from Python's or TensorFlow's insides: never part of a message written for a learner.
+INTERNAL_TEXT = (
+    "Traceback",
+    "in user code",
+    'File "',
+    "site-packages",
+    "tensorflow/python",
+    "keras/src",
+    "Unknown attribute",
+    "inspect._empty",
+    "\x1b[",
+)
+
+
+def assert_clear_message(message: str, argument: str, match: str) -> None:
+    """A message for a learner: names ``argument``, says what to do (``match``), no internals."""
+    assert argument in message, f"the message does not name {argument!r}: {message}"
+    assert re.search(match, message, re.S), f"{match!r} not in: {message}"
+    leaked = [text for text in INTERNAL_TEXT if text in message]
+    assert not leaked, f"internal text {leaked} in: {message}"
+
+
+@pytest.fixture(scope="session")
+def refuses():
+    """``refuses(call, error, argument, match)``: ``call()`` raises ``error`` with a clear message.
+
+    Clear means :func:`assert_clear_message`: it names ``argument``, matches ``match`` (the
+    part that says what to do) and carries no traceback or TensorFlow-internal text. Returns
+    the message. Tables of wrong inputs marked ``wrong_inputs(entry)`` use it.
+    """
+
+    def check(call, error: type[BaseException], argument: str, match: str) -> str:
+        with pytest.raises(error) as raised:
+            call()
+        message = str(raised.value)
+        assert_clear_message(message, argument, match)
+        return message
+
+    return check
+
+
+@pytest.fixture(scope="session")
+def clear_message():
+    """:func:`assert_clear_message`, for a table whose messages come from a command's output."""
+    return assert_clear_message

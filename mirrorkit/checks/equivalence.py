@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mirrorkit._validate import require_strategy
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import error_lines, number, summarize
 
@@ -217,8 +218,8 @@ def check_step_equivalence(
     Args:
         strategy: A ``tf.distribute.Strategy``, e.g. from :func:`mirrorkit.make_strategy`.
         model_fn: A function of no argument returning a new, built Keras model (give it
-            a ``keras.Input``). Layers must treat examples independently: no
-            ``Dropout`` or ``BatchNormalization``.
+            a ``keras.Input``). Layers must treat examples independently and draw no
+            random numbers: no ``BatchNormalization``, no ``Dropout`` with a rate above 0.
         compute_loss: The learner's per-replica loss: ``compute_loss(model, x, y)``
             returns the scalar loss one replica differentiates.
         batch: One global batch ``(x, y)`` of NumPy arrays with as many examples each.
@@ -232,9 +233,11 @@ def check_step_equivalence(
         A :class:`StepEquivalence`.
 
     Raises:
-        TypeError: If an argument is not what is described above, or ``compute_loss``
-            returns something other than one loss tensor.
-        ValueError: If ``x`` and ``y`` differ in length, the batch is empty, or the
+        TypeError: If an argument is not what is described above, ``x`` or ``y`` holds
+            text instead of numbers, or ``compute_loss`` returns something other than one
+            loss tensor.
+        ValueError: If ``x`` and ``y`` differ in length, the batch is empty, the model
+            has a layer that draws random numbers or normalizes by the batch, or the
             loss is not a scalar or does not depend on the weights.
         RuntimeError: If called inside ``strategy.scope()``.
 
@@ -275,6 +278,7 @@ def check_step_equivalence(
     per_example_loss = _per_example_loss(loss)
 
     reference = _build_model(tf, model_fn, x)
+    _check_layers(reference)
     initial = reference.get_weights()
     with strategy.scope():
         model = _build_model(tf, model_fn, x)
@@ -399,11 +403,9 @@ def check_step_equivalence(
 
 
 def _check_strategy(tf, strategy) -> None:
-    if not isinstance(strategy, tf.distribute.Strategy):
-        raise TypeError(
-            f"expected a tf.distribute.Strategy, got {type(strategy).__name__}: "
-            "pass the strategy itself, e.g. mk.make_strategy()."
-        )
+    require_strategy(
+        strategy, "mk.check_step_equivalence(strategy, model_fn, compute_loss, batch, loss=...)"
+    )
     if tf.distribute.has_strategy():
         raise RuntimeError(
             "call this outside `with strategy.scope():`: it builds the single-device "
@@ -430,6 +432,23 @@ def _split_batch(tf, batch):
         )
     if nx == 0:
         raise ValueError("the batch is empty: give at least one example.")
+    for name, part in (("x", x), ("y", y)):
+        for leaf in tf.nest.flatten(part):
+            array = np.asarray(leaf)
+            if array.dtype.kind in "OSU":
+                first = array.reshape(-1)[0] if array.size else ""
+                first = first.decode() if isinstance(first, bytes) else str(first)
+                raise TypeError(
+                    f"{name} holds text such as {first!r}, not numbers: the model and the loss "
+                    "take numbers. "
+                    + (
+                        "Map the labels to class ids first, e.g. "
+                        "classes, y = np.unique(y, return_inverse=True)."
+                        if name == "y"
+                        else "Turn the text into numbers before the check, e.g. with "
+                        "keras.layers.StringLookup."
+                    )
+                )
     return x, y, nx
 
 
@@ -488,7 +507,7 @@ def _per_example_loss(loss):
             fn = keras.losses.get(loss)
         except ValueError as error:
             raise ValueError(
-                f"unknown Keras loss {loss!r}: use a name such as 'mse' or "
+                f"loss={loss!r} is not a Keras loss name: use a name such as 'mse' or "
                 "'sparse_categorical_crossentropy', a keras.losses.Loss, or a function."
             ) from error
         if isinstance(fn, keras.losses.Loss):
@@ -517,6 +536,31 @@ def _build_model(tf, model_fn, x):
     if not model.built:
         model(tf.nest.map_structure(lambda a: a[:1], x))
     return model
+
+
+def _check_layers(model) -> None:
+    """Refuse layers whose output on one example depends on more than that example."""
+    import keras
+
+    found, fixes = [], []
+    # Every layer, nested ones too; Keras 3 has no public walk of a model's sublayers.
+    for layer in model._flatten_layers(include_self=False):
+        what = f"'{layer.name}' ({type(layer).__name__})"
+        if isinstance(layer, keras.layers.BatchNormalization):
+            found.append(
+                f"{what} normalizes by the statistics of its batch, which differ per replica"
+            )
+            fixes.append("leave BatchNormalization out")
+        elif any(isinstance(v, keras.random.SeedGenerator) for v in vars(layer).values()):
+            found.append(f"{what} draws random numbers in training, different ones per replica")
+            fixes.append(f"build {type(layer).__name__}(0.0) instead")
+    if found:
+        raise ValueError(
+            f"model_fn builds a model this check cannot judge: layer {'; layer '.join(found)}. "
+            "That changes the gradient for a reason other than the loss, so the comparison "
+            "would say nothing about compute_loss. Check the loss on the same model without "
+            f"it: let model_fn {' and '.join(dict.fromkeys(fixes))}, for the check only."
+        )
 
 
 def _validate_loss(tf, value, empty_losses: list):

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from mirrorkit._validate import require_strategy
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import short_device
 
@@ -265,8 +266,7 @@ def preview_input(
     """
     import tensorflow as tf
 
-    if not isinstance(strategy, tf.distribute.Strategy):
-        raise TypeError(f"expected a tf.distribute.Strategy, got {type(strategy).__name__}.")
+    require_strategy(strategy, "mk.preview_input(strategy, dataset)")
     if isinstance(steps, bool) or not isinstance(steps, int):
         raise TypeError(f"steps must be an int, got {type(steps).__name__} {steps!r}.")
     if steps < 1:
@@ -294,10 +294,7 @@ def preview_input(
         dataset = made[0]
         per_replica_input = True
     else:
-        raise TypeError(
-            "expected a tf.data.Dataset, or a function that takes a "
-            f"tf.distribute.InputContext and returns one; got {type(dataset_or_fn).__name__}."
-        )
+        raise TypeError(_not_a_dataset(dataset_or_fn))
 
     batch = _static_batch_size(dataset)
     raw, total_steps = _read(strategy, distributed, steps, dataset, per_replica_input, n, tf)
@@ -342,6 +339,26 @@ def preview_input(
 
 
 # ---------------------------------------------------------------- reading
+
+
+def _not_a_dataset(value) -> str:
+    """Why ``value`` is not a dataset or dataset function, and what to pass instead."""
+    got = type(value).__name__
+    head = (
+        "dataset_or_fn must be a batched tf.data.Dataset, or a function that takes a "
+        f"tf.distribute.InputContext and returns one; got {got}"
+    )
+    if "Distributed" in got:
+        return (
+            f"{head}, which the strategy has already distributed: pass the dataset itself, "
+            "before strategy.experimental_distribute_dataset(...)."
+        )
+    if hasattr(value, "__len__") or hasattr(value, "shape"):
+        return (
+            f"{head}: make a dataset of it first, e.g. "
+            "tf.data.Dataset.from_tensor_slices(data).enumerate().batch(global_batch)."
+        )
+    return f"{head}."
 
 
 def _checked_function(fn: Callable, made: list, tf) -> Callable:

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mirrorkit._validate import require_strategy
 from mirrorkit.checks.equivalence import check_step_equivalence
-from mirrorkit.checks.input_preview import preview_input
+from mirrorkit.checks.input_preview import AUTO_SHARD_POLICIES, preview_input
 from mirrorkit.inspection import MIRRORED, MIRRORED_VALUE, PER_REPLICA, SINGLE, inspect
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import summarize
@@ -56,6 +57,9 @@ def check_mirrored(value, strategy) -> CheckResult:
     Returns:
         A :class:`CheckResult`.
 
+    Raises:
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``.
+
     Example:
         >>> import tensorflow as tf
         >>> import mirrorkit as mk
@@ -63,19 +67,27 @@ def check_mirrored(value, strategy) -> CheckResult:
         >>> mk.check_mirrored(tf.Variable(0.0), strategy).passed
         False
     """
-    table = _table_or_verdict(value, "a tf.Variable")
+    import tensorflow as tf
+
+    require_strategy(strategy, "mk.check_mirrored(variable, strategy)")
+    make = "create it with tf.Variable(...) inside `with strategy.scope():`"
+    table = _table_or_verdict(value, "a variable", make + ".")
     if isinstance(table, CheckResult):
         return table
     kind = table.rows[0].kind
+    if kind == SINGLE and not isinstance(value, tf.Variable):
+        return CheckResult(False, f"value has type {type(value).__name__}, not a variable: {make}.")
     if kind == SINGLE:
         return CheckResult(
             False,
-            "this is a plain variable with one copy: create it inside "
+            "value is a plain variable with one copy: create it inside "
             "`with strategy.scope():` so that every replica gets its own copy.",
         )
     if kind != MIRRORED:
         return CheckResult(
-            False, f"this is a {kind}, not a MirroredVariable: create it with tf.Variable(...)."
+            False,
+            f"value is a {kind}, not a MirroredVariable: create it with tf.Variable(...) "
+            "and the default synchronization.",
         )
     wanted = strategy.num_replicas_in_sync
     if table.num_replicas != wanted:
@@ -100,6 +112,11 @@ def check_per_replica(value, strategy, expected) -> CheckResult:
     Returns:
         A :class:`CheckResult`.
 
+    Raises:
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy`` or ``expected`` is
+            not a list of numbers (or arrays of numbers).
+        ValueError: If ``expected`` does not hold one value per replica.
+
     Example:
         >>> import tensorflow as tf
         >>> import mirrorkit as mk
@@ -108,25 +125,74 @@ def check_per_replica(value, strategy, expected) -> CheckResult:
         >>> mk.check_per_replica(ids, strategy, expected=[0])
         PASS: every replica holds its expected value.
     """
+    require_strategy(strategy, "mk.check_per_replica(value, strategy, expected=[...])")
     wanted = strategy.num_replicas_in_sync
+    if isinstance(expected, str | bytes | dict) or not hasattr(expected, "__len__"):
+        raise TypeError(
+            f"expected must hold one value per replica, a list of {wanted}; got "
+            f"{type(expected).__name__} {expected!r}. For one value every replica holds, "
+            f"call mk.check_all_reduced(value, strategy, expected={expected!r})."
+        )
     if len(expected) != wanted:
-        raise ValueError(f"expected has {len(expected)} values for {wanted} replicas.")
-    table = _table_or_verdict(value, "the result of strategy.run")
+        raise ValueError(
+            f"expected has {len(expected)} values for {wanted} replicas: give one per replica, "
+            "in replica order (strategy.num_replicas_in_sync is the count)."
+        )
+    arrays = [_number_array(want, f"expected[{i}]") for i, want in enumerate(expected)]
+    return _compare(value, arrays, "every replica holds its expected value.")
+
+
+def _compare(value, expected: list[np.ndarray], passed: str) -> CheckResult:
+    """Compare the learner's per-replica ``value`` with one array per replica."""
+    wanted = len(expected)
+    if isinstance(value, list | tuple):
+        return CheckResult(
+            False,
+            f"value has type {type(value).__name__}, not the result of strategy.run: pass what "
+            "strategy.run(fn) returned itself, not strategy.experimental_local_results(...) "
+            "of it.",
+        )
+    table = _table_or_verdict(
+        value, "the result of strategy.run", "pass what strategy.run(fn) returned."
+    )
     if isinstance(table, CheckResult):
         return table
     if wanted > 1 and table.rows[0].kind not in (PER_REPLICA, MIRRORED_VALUE):
         return CheckResult(
-            False, "this is not a per-replica value: compute it with strategy.run(fn)."
+            False, "value is not a per-replica value: compute it with strategy.run(fn)."
         )
     if len(table.rows) != wanted:
-        return CheckResult(False, f"it has {len(table.rows)} values for {wanted} replicas.")
+        return CheckResult(
+            False,
+            f"value has {len(table.rows)} values for {wanted} replicas: return one tensor "
+            "from the function strategy.run runs.",
+        )
     for row, want in zip(table.rows, expected, strict=True):
-        if not np.allclose(row.array, want):
-            want_text = summarize(np.asarray(want))
+        if np.shape(row.array) != want.shape:
             return CheckResult(
-                False, f"replica {row.replica} holds {row.summary}, expected {want_text}."
+                False,
+                f"replica {row.replica} holds a value of shape {np.shape(row.array)}, "
+                f"expected shape {want.shape}.",
             )
-    return CheckResult(True, "every replica holds its expected value.")
+        if not np.allclose(row.array, want):
+            return CheckResult(
+                False, f"replica {row.replica} holds {row.summary}, expected {summarize(want)}."
+            )
+    return CheckResult(True, passed)
+
+
+def _number_array(value, argument: str) -> np.ndarray:
+    """``value`` as a NumPy array of numbers, or a TypeError naming ``argument``."""
+    try:
+        array = np.asarray(value)
+    except ValueError:  # ragged nesting
+        array = np.asarray(None)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{argument} must be a number or an array of numbers, got "
+            f"{type(value).__name__} {value!r}: write it as the value you expect, e.g. 3.0."
+        )
+    return array
 
 
 def check_all_reduced(value, strategy, expected) -> CheckResult:
@@ -140,6 +206,10 @@ def check_all_reduced(value, strategy, expected) -> CheckResult:
     Returns:
         A :class:`CheckResult`.
 
+    Raises:
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy`` or ``expected`` is
+            not a number (or an array of numbers).
+
     Example:
         >>> import tensorflow as tf
         >>> import mirrorkit as mk
@@ -150,12 +220,11 @@ def check_all_reduced(value, strategy, expected) -> CheckResult:
         >>> mk.check_all_reduced(strategy.run(total), strategy, expected=2.0)
         PASS: all 1 replicas hold the all-reduced value 2.
     """
+    require_strategy(strategy, "mk.check_all_reduced(value, strategy, expected=...)")
     wanted = strategy.num_replicas_in_sync
-    result = check_per_replica(value, strategy, [expected] * wanted)
-    if not result:
-        return result
-    total = summarize(np.asarray(expected))
-    return CheckResult(True, f"all {wanted} replicas hold the all-reduced value {total}.")
+    total = _number_array(expected, "expected")
+    passed = f"all {wanted} replicas hold the all-reduced value {summarize(total)}."
+    return _compare(value, [total] * wanted, passed)
 
 
 def check_input_pipeline(
@@ -178,6 +247,12 @@ def check_input_pipeline(
     Returns:
         A :class:`CheckResult`.
 
+    Raises:
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy`` or
+            ``per_replica_batch`` is not an int.
+        ValueError: If ``per_replica_batch`` is below 1 or ``auto_shard`` is not one of
+            :data:`mirrorkit.AUTO_SHARD_POLICIES`.
+
     Example:
         >>> import tensorflow as tf
         >>> import mirrorkit as mk
@@ -187,6 +262,24 @@ def check_input_pipeline(
         >>> mk.check_input_pipeline(tf.data.Dataset.range(7).batch(4), strategy).passed
         False
     """
+    require_strategy(strategy, "mk.check_input_pipeline(dataset, strategy)")
+    if per_replica_batch is not None:
+        if isinstance(per_replica_batch, bool) or not isinstance(per_replica_batch, int):
+            raise TypeError(
+                f"per_replica_batch must be an int, got {type(per_replica_batch).__name__} "
+                f"{per_replica_batch!r}: write the count, e.g. per_replica_batch=8."
+            )
+        if per_replica_batch < 1:
+            raise ValueError(
+                f"per_replica_batch must be at least 1, got {per_replica_batch}: write the "
+                "number of examples each replica should get per step."
+            )
+    auto_shard = getattr(auto_shard, "name", auto_shard)  # an AutoShardPolicy member too
+    if auto_shard is not None and auto_shard not in AUTO_SHARD_POLICIES:
+        raise ValueError(
+            f"auto_shard must be the name of an AutoShardPolicy, one of "
+            f"{', '.join(map(repr, AUTO_SHARD_POLICIES))}; got {auto_shard!r}."
+        )
     if source is Ellipsis:
         return _TODO
     try:
@@ -229,7 +322,11 @@ def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> C
         loss: The per-example loss meant to be minimised, e.g. ``"mse"``.
 
     Returns:
-        A :class:`CheckResult`.
+        A :class:`CheckResult`; a mistake in ``compute_loss``, ``model_fn``, ``batch`` or
+        ``loss`` is a failed result whose message says what to change.
+
+    Raises:
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``.
 
     Example:
         >>> import numpy as np, keras, tensorflow as tf
@@ -243,6 +340,7 @@ def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> C
         >>> mk.check_loss_step(compute_loss, mk.make_strategy(), model_fn, batch).passed
         True
     """
+    require_strategy(strategy, "mk.check_loss_step(compute_loss, strategy, model_fn, batch)")
     if compute_loss is Ellipsis:
         return _TODO
     try:
@@ -252,11 +350,23 @@ def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> C
     return CheckResult(report.equivalent, report.message)
 
 
-def _table_or_verdict(value, wanted: str):
+def _table_or_verdict(value, wanted: str, fix: str):
     """The learner's value as a ReplicaTable, or the CheckResult saying why there is none."""
+    import keras
+
     if value is Ellipsis:
         return _TODO
+    if isinstance(value, keras.layers.Layer):
+        return CheckResult(
+            False,
+            f"value is a Keras model or layer ({type(value).__name__}), not {wanted}: pass "
+            "one of its variables, e.g. model.trainable_variables[0], or " + fix,
+        )
+    if isinstance(value, list | tuple | dict):
+        return CheckResult(
+            False, f"value has type {type(value).__name__}, not {wanted}: pass one value; {fix}"
+        )
     try:
         return inspect(value)
     except (TypeError, ValueError):
-        return CheckResult(False, f"expected {wanted}, got {type(value).__name__}.")
+        return CheckResult(False, f"value has type {type(value).__name__}, not {wanted}: {fix}")

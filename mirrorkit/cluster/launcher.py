@@ -13,9 +13,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import inspect
+import numbers
 import os
 import queue
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -33,6 +36,7 @@ from mirrorkit.cluster import _procs, protocol as p
 from mirrorkit.cluster.events import ClusterStatus, WorkerEvent
 from mirrorkit.cluster.protocol import KillWorker
 from mirrorkit.cluster.scaleout import tf_configs
+from mirrorkit.cluster.worker import calling_on_event, target_problem
 from mirrorkit.errors import (
     ClusterError,
     ClusterSecurityWarning,
@@ -171,6 +175,12 @@ class LocalCluster:
             what ``MultiWorkerMirroredStrategy`` does with them: it uses one device per
             worker without GPUs, so this does not add replicas.
 
+    Raises:
+        TypeError: If ``num_workers`` is not an int, a number of seconds is not a number, or
+            ``env`` is not a dict of strings.
+        ValueError: If ``num_workers`` is outside 1-16, ``network`` unknown, a timeout not
+            above 0 or ``logical_devices`` below 1.
+
     Example:
         >>> from mirrorkit import LocalCluster
         >>> LocalCluster(num_workers=0)
@@ -193,7 +203,10 @@ class LocalCluster:
         logical_devices: int | None = None,
     ) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int):
-            raise ValueError(f"num_workers must be an int from 1 to 16, got {num_workers!r}.")
+            raise TypeError(
+                f"num_workers must be an int from 1 to 16, got {_kind(num_workers)}: "
+                "write LocalCluster(2) for two worker processes."
+            )
         if not 1 <= num_workers <= 16:
             raise ValueError(f"num_workers must be an int from 1 to 16, got {num_workers}.")
         if network not in NETWORKS:
@@ -201,16 +214,26 @@ class LocalCluster:
                 f"network must be one of {NETWORKS}, got {network!r}. Clusters of several "
                 "machines are not launched from here: see mirrorkit.cluster.scaleout."
             )
-        if not start_timeout > 0:
-            raise ValueError(f"start_timeout must be > 0 seconds, got {start_timeout!r}.")
+        start_timeout = _seconds(start_timeout, "start_timeout", example="start_timeout=60")
+        if collective_timeout is not None:
+            _seconds(collective_timeout, "collective_timeout", example="collective_timeout=30")
+        if not isinstance(env, dict | type(None)) or any(
+            not isinstance(k, str) or not isinstance(v, str) for k, v in (env or {}).items()
+        ):
+            raise TypeError(
+                f"env must be a dict of strings (environment variables), got {env!r}: "
+                "write env={'NAME': 'value'}, numbers quoted, e.g. env={'BATCH': '64'}."
+            )
         self.num_workers = num_workers
         self.network = network
-        self.start_timeout = float(start_timeout)
+        self.start_timeout = start_timeout
         self.seed = seed
         self.collective_timeout = collective_timeout
         self.echo = echo
         self.env = dict(env or {})
-        self.grace_seconds = float(grace_seconds)
+        self.grace_seconds = _seconds(
+            grace_seconds, "grace_seconds", example="grace_seconds=2", allow_zero=True
+        )
         if logical_devices is not None and (
             isinstance(logical_devices, bool)
             or not isinstance(logical_devices, int)
@@ -250,6 +273,13 @@ class LocalCluster:
             A :class:`ClusterRun`; ``run.result`` is the chief's return value.
 
         Raises:
+            TypeError: Before any process starts: ``function`` is not a function that can be
+                called as ``function(context, *args, **kwargs)`` (a string, a Keras model, a
+                function without the context parameter), ``args``, ``kwargs``, ``on_event``,
+                ``fault`` or ``absent`` is of the wrong kind, or something in them cannot be
+                sent to the workers (a strategy, a dataset, an open file).
+            ValueError: Before any process starts: ``timeout`` is not above 0, or ``fault``
+                or ``absent`` names a worker outside the cluster.
             ClusterStartError: A worker did not start or the cluster did not form in time.
             WorkerFailedError: A worker failed or died; the others were stopped.
             ClusterTimeoutError: The run exceeded ``timeout``.
@@ -262,10 +292,9 @@ class LocalCluster:
             >>> run.results
             [(0, 2), (1, 2)]
         """
-        if not callable(function):
-            raise TypeError(f"function must be callable, got {type(function).__name__}.")
-        payload = {"kind": "function", "function": function, "args": tuple(args)}
-        payload["kwargs"] = dict(kwargs or {})
+        args, kwargs = _check_arguments(args, kwargs)
+        _check_function(function, args, kwargs)
+        payload = {"kind": "function", "function": function, "args": args, "kwargs": kwargs}
         return self._launch(payload, on_event, timeout, fault, absent, _module_of(function))
 
     def run_script(
@@ -297,17 +326,41 @@ class LocalCluster:
 
         Raises:
             FileNotFoundError: If the script does not exist.
+            ValueError: If ``path`` is a folder, a notebook or not a ``.py`` file, or names a
+                function the script does not define; ``timeout`` or ``fault`` as in
+                :meth:`run`. All before any process starts.
+            TypeError: If ``path`` is not a file name (a function: use :meth:`run`) or
+                ``args`` is a string instead of a list.
 
         Example:
             >>> import mirrorkit as mk
-            >>> mk.LocalCluster(2).run_script("no_such_script.py")
+            >>> mk.LocalCluster(2).run_script("/no/such/train.py")
             Traceback (most recent call last):
             ...
-            FileNotFoundError: no such training script: no_such_script.py
-        """
+            FileNotFoundError: path '/no/such/train.py' names no file: check the name, or give the script's full path.
+        """  # noqa: E501
+        if callable(path) and not isinstance(path, str | os.PathLike):
+            raise TypeError(
+                f"path must be a script's file name, got the function "
+                f"{getattr(path, '__name__', type(path).__name__)}: run a function with "
+                "run(function), a script with run_script('train.py')."
+            )
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(
+                f"path must be a script's file name (str or pathlib.Path), got {_kind(path)}: "
+                "write run_script('train.py') or run_script('train.py:train')."
+            )
         file, _, function = str(path).partition(":")
-        if not Path(file).is_file():
-            raise FileNotFoundError(f"no such training script: {file}")
+        problem = target_problem(file, function)
+        if problem is not None:
+            error, text = problem
+            raise error(f"path {str(path)!r} {text}")
+        if isinstance(args, str) or not isinstance(args, list | tuple):
+            example = shlex.split(args) if isinstance(args, str) else ["--epochs", "3"]
+            raise TypeError(
+                f"args must be a list of command-line arguments, got {_kind(args)}: "
+                f"write args={example!r}."
+            )
         target = str(Path(file).resolve()) + (f":{function}" if function else "")
         payload = {"kind": "script", "path": target, "args": [str(a) for a in args]}
         return self._launch(payload, on_event, timeout, fault, (), None)
@@ -315,13 +368,39 @@ class LocalCluster:
     # -- the run itself -------------------------------------------------------------
 
     def _launch(self, payload, on_event, timeout, fault, absent, module) -> ClusterRun:
-        absent = sorted({int(a) for a in absent})
-        if any(not 0 <= a < self.num_workers for a in absent):
-            raise ValueError(f"absent workers must be in 0..{self.num_workers - 1}, got {absent}.")
+        last = self.num_workers - 1
+        if on_event is not None and not callable(on_event):
+            raise TypeError(
+                f"on_event must be a function called with each WorkerEvent, got "
+                f"{type(on_event).__name__}: pass a function, e.g. on_event=events.append to "
+                "collect them in a list, or on_event=view.update for a mirrorwidgets.ClusterView."
+            )
+        if timeout is not None:
+            _seconds(timeout, "timeout", example="timeout=120 (or None for no limit)")
+        if fault is not None and not isinstance(fault, KillWorker):
+            raise TypeError(
+                f"fault must be a mirrorkit.KillWorker, got {_kind(fault)}: write "
+                f"fault=mk.KillWorker(worker={last}, at_step=3)."
+            )
         if fault is not None and not 0 <= fault.worker < self.num_workers:
             raise ValueError(
-                f"KillWorker.worker={fault.worker}, but this cluster has workers "
-                f"0..{self.num_workers - 1}."
+                f"fault=KillWorker(worker={fault.worker}, ...) names no worker: this cluster "
+                f"has workers 0..{last}; pick one of them, e.g. KillWorker(worker={last}, "
+                f"at_step={fault.at_step})."
+            )
+        if (
+            isinstance(absent, str)
+            or not isinstance(absent, Sequence | set | frozenset)
+            or any(isinstance(a, bool) or not isinstance(a, numbers.Integral) for a in absent)
+        ):
+            raise TypeError(
+                f"absent must be a list of worker indices, got {_kind(absent)}: "
+                f"write absent=[{last}]."
+            )
+        absent = sorted({int(a) for a in absent})
+        if any(not 0 <= a < self.num_workers for a in absent):
+            raise ValueError(
+                f"absent workers must be in 0..{last}, got {absent}: write absent=[{last}]."
             )
         _remove_stale_run_folders()
         run_dir = Path(tempfile.mkdtemp(prefix=f"{_RUN_PREFIX}{os.getpid()}-"))
@@ -345,6 +424,61 @@ class LocalCluster:
             return session.run()
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _check_arguments(args: Any, kwargs: Any) -> tuple[tuple, dict]:
+    """``args`` as a tuple and ``kwargs`` as a dict, or a clear error if they are neither."""
+    if isinstance(args, str | bytes | dict) or not isinstance(args, Sequence):
+        raise TypeError(
+            f"args must be a tuple of the function's extra arguments, got {_kind(args)}: "
+            f"write args=({args!r},) for one argument, or use kwargs={{'name': value}}."
+        )
+    if kwargs is not None and (
+        not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs)
+    ):
+        raise TypeError(
+            f"kwargs must be a dict of argument names to values, got {_kind(kwargs)}: "
+            "write kwargs={'epochs': 3}."
+        )
+    return tuple(args), dict(kwargs or {})
+
+
+def _check_function(function: Any, args: tuple, kwargs: dict) -> None:
+    """Refuse, before any process starts, what cannot be called as ``function(context, ...)``."""
+    keras = sys.modules.get("keras")
+    if keras is not None and isinstance(function, keras.Model):
+        raise TypeError(
+            f"function must be a training function, got a Keras model "
+            f"({type(function).__name__}): a model cannot travel to the workers. Write "
+            "def train(context): that builds the model under context.strategy.scope() and "
+            "fits it, then run(train)."
+        )
+    if not callable(function):
+        hint = (
+            " for a script file use run_script(" + repr(function) + ")"
+            if isinstance(function, str | os.PathLike)
+            else " pass the function itself, run(train), not what it returns, run(train())"
+        )
+        raise TypeError(
+            f"function must be a function taking the worker's context, got "
+            f"{type(function).__name__}:{hint}."
+        )
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin without a signature: let it run
+        return
+    try:
+        signature.bind(None, *args, **kwargs)
+    except TypeError as error:
+        name = getattr(function, "__name__", type(function).__name__)
+        extra = ", ".join([*(repr(a) for a in args), *(f"{k}=..." for k in kwargs)])
+        call = f"{name}(context{', ' + extra if extra else ''})"
+        fix = "lambda context: ..." if name == "<lambda>" else f"def {name}(context, ...)"
+        raise TypeError(
+            f"function {name}{signature} cannot be called as {call} ({error}): each worker "
+            f"calls it with its mirrorkit.WorkerContext first, then args and kwargs; write "
+            f"{fix}."
+        ) from None
 
 
 def _module_of(function: Callable) -> Any:
@@ -460,7 +594,8 @@ class _Session:
         self.record.events.append(event)
         self.record.status.apply(event)
         if self.on_event is not None:
-            self.on_event(event)
+            with calling_on_event():
+                self.on_event(event)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -756,6 +891,23 @@ def _heartbeat_hint(*texts: str) -> str:
         f" TensorFlow reports that worker {match.group(1)} stopped sending heartbeats: it was "
         "frozen, overloaded or cut off, and the others could not go on without it."
     )
+
+
+def _kind(value: Any) -> str:
+    """``str '2'``: a wrong value with its type, for a message."""
+    return f"{type(value).__name__} {value!r}"
+
+
+def _seconds(value: Any, name: str, *, example: str, allow_zero: bool = False) -> float:
+    """A number of seconds above 0 (or at least 0), as a float, or a clear error."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, got {_kind(value)}: write {example}.")
+    if not (value >= 0 if allow_zero else value > 0):
+        bound = "0 or more" if allow_zero else "above 0"
+        raise ValueError(
+            f"{name} must be a number of seconds {bound}, got {value}: write {example}."
+        )
+    return float(value)
 
 
 def _names(workers: Sequence[int]) -> str:

@@ -68,6 +68,11 @@ class KillWorker:
         worker: Task index of the worker to kill.
         at_step: The step after which it dies (1 is the first step).
 
+    Raises:
+        TypeError: If ``worker`` or ``at_step`` is not an int.
+        ValueError: If ``worker`` is negative or ``at_step`` below 1. A ``worker`` beyond
+            the cluster is refused by :meth:`mirrorkit.LocalCluster.run`.
+
     Example:
         >>> from mirrorkit import KillWorker
         >>> KillWorker(worker=1, at_step=3)
@@ -78,14 +83,28 @@ class KillWorker:
     at_step: int
 
     def __post_init__(self) -> None:
-        for name in ("worker", "at_step"):
+        what = {
+            "worker": "the index of the worker to kill",
+            "at_step": "the step after which it dies",
+        }
+        for name, meaning in what.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"KillWorker.{name} must be an int, got {value!r}.")
-        if self.worker < 0 or self.at_step < 1:
+                one = " (one worker per KillWorker)" if isinstance(value, list | tuple) else ""
+                raise TypeError(
+                    f"KillWorker.{name} must be an int, {meaning}{one}, got "
+                    f"{type(value).__name__} {value!r}: write KillWorker(worker=1, at_step=3)."
+                )
+        if self.worker < 0:
             raise ValueError(
-                f"KillWorker needs worker >= 0 and at_step >= 1, got worker={self.worker}, "
-                f"at_step={self.at_step}."
+                f"KillWorker.worker must be >= 0 (0 is the chief, 1 the next worker), got "
+                f"{self.worker}: write KillWorker(worker=1, at_step={self.at_step})."
+            )
+        if self.at_step < 1:
+            raise ValueError(
+                f"KillWorker.at_step must be >= 1 (the first step is 1), got {self.at_step}: "
+                f"write KillWorker(worker={self.worker}, at_step=1) to kill it after its first "
+                "step."
             )
 
 

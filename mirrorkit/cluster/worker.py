@@ -12,6 +12,7 @@ notebook. The same function runs unchanged on a real cluster with::
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import json
 import os
@@ -99,7 +100,12 @@ class WorkerContext:
             The context, with a ready ``MultiWorkerMirroredStrategy``.
 
         Raises:
-            ValueError: If ``resolver`` is unknown or TF_CONFIG is missing.
+            ValueError: If ``resolver`` is unknown, TF_CONFIG is missing or does not describe
+                a cluster and this process's place in it (not JSON, no ``cluster``, no
+                ``task``, an index outside the list), ``timeout_seconds`` is not above 0, or
+                ``port`` is given without ``resolver="slurm"``; all before anything joins.
+            TypeError: If ``timeout_seconds`` is not a number.
+            RuntimeError: With ``resolver="slurm"`` outside a Slurm job step.
 
         Example:
             >>> from mirrorkit import WorkerContext
@@ -110,14 +116,33 @@ class WorkerContext:
         """
         if resolver not in ("tf_config", "slurm"):
             raise ValueError(f"resolver must be 'tf_config' or 'slurm', got {resolver!r}.")
+        if timeout_seconds is not None and (
+            isinstance(timeout_seconds, bool)
+            or not isinstance(timeout_seconds, int | float)
+            or not timeout_seconds > 0
+        ):
+            error = ValueError if isinstance(timeout_seconds, int | float) else TypeError
+            raise error(
+                f"timeout_seconds must be a number of seconds above 0 or None, got "
+                f"{timeout_seconds!r}: write timeout_seconds=30, or None for no limit."
+            )
+        if port is not None and resolver != "slurm":
+            raise ValueError(
+                f"port={port!r} is used only with resolver='slurm': with TF_CONFIG, each "
+                "worker's port is in its address in TF_CONFIG's cluster."
+            )
         if resolver == "tf_config" and not os.environ.get("TF_CONFIG"):
             raise ValueError(
                 "TF_CONFIG is not set: export it on every worker "
                 "(mirrorkit.cluster.scaleout.tf_configs writes it for a list of hosts) "
                 "or use resolver='slurm' inside srun."
             )
+        try:
+            config = _resolve_tf_config(resolver, port)  # checked before anything joins
+        except RuntimeError as error:  # Slurm's variables are missing
+            raise RuntimeError(f"resolver='slurm' reads Slurm's variables, but {error}") from None
         if resolver == "slurm":
-            os.environ["TF_CONFIG"] = json.dumps(_resolve_tf_config(resolver, port))
+            os.environ["TF_CONFIG"] = json.dumps(config)
         import tensorflow as tf
 
         cluster_resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
@@ -272,21 +297,144 @@ def current_context() -> WorkerContext:
         The worker's :class:`WorkerContext`.
 
     Raises:
-        RuntimeError: Outside a worker started by the launcher or ``python -m mirrorkit.worker``.
+        RuntimeError: Outside a worker started by the launcher or ``python -m mirrorkit.worker``
+            (in the notebook, in an ``on_event`` callback, in a process that has TF_CONFIG
+            but was started otherwise); the message says what to use there.
 
     Example:
         >>> from mirrorkit import current_context
-        >>> current_context()
+        >>> current_context()  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        RuntimeError: not on a worker: current_context() works in code run by mirrorkit.LocalCluster or `python -m mirrorkit.worker`.
+        RuntimeError: not on a worker: current_context() works in code run by mirrorkit.LocalCluster or `python -m mirrorkit.worker`. ...
     """  # noqa: E501
     if _current is None:
-        raise RuntimeError(
-            "not on a worker: current_context() works in code run by mirrorkit.LocalCluster "
-            "or `python -m mirrorkit.worker`."
-        )
+        raise RuntimeError(_not_on_a_worker())
     return _current
+
+
+_on_event_calls = 0  # > 0 while the launcher calls an on_event callback, in the notebook
+
+
+@contextlib.contextmanager
+def calling_on_event() -> Iterator[None]:
+    """Mark the launcher's call of an ``on_event`` callback, for :func:`current_context`."""
+    global _on_event_calls
+    _on_event_calls += 1
+    try:
+        yield
+    finally:
+        _on_event_calls -= 1
+
+
+def _not_on_a_worker() -> str:
+    """Why current_context() has no context here, and what to use instead."""
+    message = (
+        "not on a worker: current_context() works in code run by mirrorkit.LocalCluster "
+        "or `python -m mirrorkit.worker`."
+    )
+    tf = sys.modules.get("tensorflow")
+    if _on_event_calls:
+        return message + (
+            " An on_event callback runs in this notebook, not on a worker: read the event "
+            "it is given (event.worker says which worker sent it)."
+        )
+    if os.environ.get("TF_CONFIG"):
+        return message + (
+            " This process has TF_CONFIG but was started otherwise: start it with "
+            "`python -m mirrorkit.worker train.py`, or build the context with "
+            "mirrorkit.WorkerContext.from_environment() and use it directly."
+        )
+    if tf is not None and tf.distribute.has_strategy():
+        return message + (
+            " Here a strategy of this process is in use: tf.distribute.get_strategy() gives "
+            "it, and tf.distribute.get_replica_context() the replica running this code."
+        )
+    return message + (
+        " In a notebook, write def train(context): ... and run it with "
+        "mirrorkit.LocalCluster(2).run(train): each worker passes its context to train."
+    )
+
+
+def target_problem(file: str, function: str = "") -> tuple[type[Exception], str] | None:
+    """What is wrong with a training target ``file[:function]``, found without running it.
+
+    Returns ``None`` when ``file`` is a Python script that defines ``function`` at its top
+    level, else the error to raise and a sentence to follow the target's name.
+
+    Example:
+        >>> from mirrorkit.cluster.worker import target_problem
+        >>> target_problem("train.ipynb")[1]
+        'is a notebook, which the workers cannot run: export it with `jupyter nbconvert --to script train.ipynb` and run the .py file.'
+    """  # noqa: E501
+    path = Path(file)
+    if path.suffix == ".ipynb":
+        return ValueError, (
+            "is a notebook, which the workers cannot run: export it with "
+            f"`jupyter nbconvert --to script {file}` and run the .py file."
+        )
+    if path.is_dir():
+        return ValueError, (
+            f"is a folder: name the training script inside it, e.g. '{path / 'train.py'}'."
+        )
+    if not path.is_file():
+        where = "" if path.is_absolute() else f" (looked in {Path.cwd()})"
+        return FileNotFoundError, (
+            f"names no file{where}: check the name, or give the script's full path."
+        )
+    if path.suffix != ".py":
+        return ValueError, (
+            f"is not a Python script (.py): name the .py file that holds the training code, "
+            f"e.g. '{path.with_suffix('.py')}'."
+        )
+    if not function:
+        return None
+    if not function.isidentifier():
+        name = function.split("(")[0].strip()
+        fix = f"'{file}:{name}'" if name.isidentifier() else f"'{file}:train'"
+        return ValueError, (
+            f"names {function!r} after the colon, which is not a function's name: write {fix}."
+        )
+    try:
+        body = ast.parse(path.read_text(encoding="utf-8"), str(path)).body
+    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return None  # the worker runs it and reports Python's own error, with its line
+    names = _top_level_names(body)
+    if names is None or function in names:
+        return None
+    defined = [n.name for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return ValueError, (
+        f"names a function {function!r} that {path.name} does not define at its top level "
+        f"(its functions: {', '.join(defined) or 'none'}): check the name after the colon."
+    )
+
+
+def _top_level_names(body: list[ast.stmt]) -> set[str] | None:
+    """Names a module's statements bind at its top level; ``None`` if unknowable (``import *``)."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.If | ast.Try | ast.With | ast.For | ast.While):
+            for block in ("body", "orelse", "finalbody"):
+                inner = _top_level_names(getattr(node, block, []))
+                if inner is None:
+                    return None
+                names |= inner
+            for handler in getattr(node, "handlers", []):
+                inner = _top_level_names(handler.body)
+                if inner is None:
+                    return None
+                names |= inner
+    return names
 
 
 def run_target(target: str, context: WorkerContext) -> Any:
@@ -314,7 +462,9 @@ def run_target(target: str, context: WorkerContext) -> Any:
 def main(argv: list[str] | None = None) -> int:
     """``python -m mirrorkit.worker FILE[:FUNCTION]`` on each node of a real cluster.
 
-    Joins within ``--join-timeout`` seconds or exits with status 2, naming the peers that
+    A target that cannot run (no such file, not a ``.py`` file, a function the file does not
+    define) exits with status 2 at once, before anything joins. Joins within
+    ``--join-timeout`` seconds or exits with status 2, naming the peers that
     are not listening; SIGTERM ends it at once; once steps are reported
     (:meth:`WorkerContext.report`), a run in which no step finishes for ``--stall-timeout``
     seconds prints every worker's last step and current line and exits with status 3
@@ -340,6 +490,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    # Found here, not after the cluster joined: a typo must not wait for every other worker.
+    problem = target_problem(*args.target.partition(":")[::2])
+    if problem is not None:
+        parser.error(f"argument target: {args.target!r} {problem[1]}")
+    if args.port is not None and args.resolver != "slurm":
+        parser.error(
+            "argument --port: used only with --resolver slurm; with TF_CONFIG, each worker's "
+            "port is in its address in TF_CONFIG's cluster."
+        )
+    if args.port is not None and not 1 <= args.port <= 65535:
+        parser.error(f"argument --port: must be from 1 to 65535, got {args.port}: e.g. 12345.")
     if args.child:
         return _child(args)
     return _parent(args, sys.argv[1:] if argv is None else list(argv))
@@ -432,7 +593,71 @@ def _resolve_tf_config(resolver: str, port: int | None) -> dict:
         from mirrorkit.cluster.scaleout import slurm_tf_config
 
         return slurm_tf_config(port=port)
-    return json.loads(os.environ["TF_CONFIG"])
+    return check_tf_config(os.environ["TF_CONFIG"])
+
+
+_TF_CONFIG_FIX = (
+    'write it with json.dumps, e.g. TF_CONFIG=\'{"cluster": {"worker": ["host1:12345", '
+    '"host2:12345"]}, "task": {"type": "worker", "index": 0}}\' '
+    "(mirrorkit.cluster.scaleout.tf_config writes it for you)"
+)
+
+
+def check_tf_config(text: str) -> dict:
+    """TF_CONFIG's text as a dict, or a ValueError naming what is wrong with it.
+
+    TensorFlow's own reading of a TF_CONFIG without a ``cluster`` gives a one-process
+    strategy with no error; here it is refused, before any server starts.
+
+    Example:
+        >>> from mirrorkit.cluster.worker import check_tf_config
+        >>> check_tf_config('{"cluster": {"worker": ["a:1", "b:1"]}, '
+        ...                 '"task": {"type": "worker", "index": 1}}')["task"]
+        {'type': 'worker', 'index': 1}
+    """
+    try:
+        config = json.loads(text)
+    except ValueError:
+        quoted = "; it uses Python's quotes ('), JSON needs \"" if "'" in text else ""
+        raise ValueError(
+            f"TF_CONFIG is not JSON{quoted} (got {_short(text)}): {_TF_CONFIG_FIX}."
+        ) from None
+    cluster = config.get("cluster") if isinstance(config, dict) else None
+    if not isinstance(cluster, dict) or not any(
+        isinstance(cluster.get(job), list) and cluster[job] for job in ("chief", "worker")
+    ):
+        raise ValueError(
+            f"TF_CONFIG has no cluster with a list of worker addresses (got {_short(text)}): "
+            f"{_TF_CONFIG_FIX}."
+        )
+    task = config.get("task")
+    if not isinstance(task, dict) or "type" not in task or "index" not in task:
+        raise ValueError(
+            f"TF_CONFIG has no task saying which worker this process is (got {_short(text)}): "
+            'add "task": {"type": "worker", "index": N}, N being this machine\'s position in '
+            "the cluster's worker list, different on every worker."
+        )
+    job, index = task["type"], task["index"]
+    if job == "evaluator":  # a side-car evaluator is not part of the cluster it watches
+        return config
+    if job not in cluster or not isinstance(cluster[job], list):
+        raise ValueError(
+            f"TF_CONFIG's task type {job!r} is not in its cluster (which has "
+            f'{", ".join(map(repr, cluster))}): write "type": "worker".'
+        )
+    if isinstance(index, str) and index.strip().isdigit():
+        index = int(index)
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(cluster[job]):
+        raise ValueError(
+            f"TF_CONFIG's task index {index!r} is not a position in its {job} list of "
+            f"{len(cluster[job])} addresses: use 0 to {len(cluster[job]) - 1}, this machine's "
+            "position in the list."
+        )
+    return config
+
+
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 120 else repr(text[:117] + "...")
 
 
 def _seconds(allow_zero: bool):

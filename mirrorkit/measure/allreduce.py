@@ -75,6 +75,8 @@ def bus_bandwidth(nbytes: int, seconds: float, replicas: int) -> tuple[float, fl
         ``(algbw, busbw)`` in bytes per second.
 
     Raises:
+        TypeError: If an argument is not a number, or ``nbytes`` or ``replicas`` is not a
+            whole number (arguments given in the wrong order, for example).
         ValueError: If ``nbytes`` or ``seconds`` is not positive, or ``replicas < 2``.
 
     Example:
@@ -82,10 +84,19 @@ def bus_bandwidth(nbytes: int, seconds: float, replicas: int) -> tuple[float, fl
         >>> bus_bandwidth(1_000_000, 0.001, 4)  # 1 MB in 1 ms on 4 replicas
         (1000000000.0, 1500000000.0)
     """
+    call = "bus_bandwidth(nbytes, seconds, replicas), e.g. bus_bandwidth(1_000_000, 0.001, 4)"
+    _whole("nbytes", nbytes, call)
+    _number("seconds", seconds, call)
+    _whole("replicas", replicas, call)
     if nbytes <= 0:
-        raise ValueError(f"nbytes must be positive, got {nbytes}.")
+        raise ValueError(
+            f"nbytes must be positive, got {nbytes}: pass the bytes each replica sent."
+        )
     if not seconds > 0:
-        raise ValueError(f"seconds must be positive, got {seconds}.")
+        raise ValueError(
+            f"seconds must be positive, got {seconds}: pass the time one all-reduce took, "
+            "e.g. 0.001 for 1 ms."
+        )
     _check_replica_count(replicas)
     algbw = nbytes / seconds
     return algbw, algbw * 2 * (replicas - 1) / replicas
@@ -106,6 +117,7 @@ def measure_copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = 5) -> float:
         The median bandwidth in bytes per second.
 
     Raises:
+        TypeError: If ``nbytes`` or ``repeats`` is not a whole number.
         ValueError: If ``nbytes`` is below 1 MiB or ``repeats`` below 1.
 
     Example:
@@ -113,10 +125,8 @@ def measure_copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = 5) -> float:
         >>> measure_copy_bandwidth(1 << 20, repeats=3) > 1e6  # more than 1 MB/s
         True
     """
-    if nbytes < 1 << 20:
-        raise ValueError(f"nbytes must be at least 1 MiB to time memory, not cache; got {nbytes}.")
-    if repeats < 1:
-        raise ValueError(f"repeats must be at least 1, got {repeats}.")
+    nbytes = _copy_bytes("nbytes", nbytes)
+    repeats = _at_least_one("repeats", repeats)
     source = np.ones(nbytes, dtype=np.uint8)
     target = np.empty_like(source)
     np.copyto(target, source)  # touches every page of the target before timing
@@ -128,6 +138,54 @@ def measure_copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = 5) -> float:
     return nbytes / statistics.median(times)
 
 
+def _whole(name: str, value, call: str) -> None:
+    """``value`` must be a whole number (an int, or a float such as 1e6 that is one)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(
+            f"{name} must be a number, got {type(value).__name__} {value!r}: call {call}."
+        )
+    if isinstance(value, float) and not value.is_integer():
+        raise TypeError(
+            f"{name} must be a whole number, got {value!r}; are the arguments in this order? "
+            f"Call {call}."
+        )
+
+
+def _number(name: str, value, call: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(
+            f"{name} must be a number, got {type(value).__name__} {value!r}: call {call}."
+        )
+
+
+def _at_least_one(name: str, value) -> int:
+    """``value`` as an int of at least 1 (``repeats``, ``warmup``), or a clear error."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{name} must be an int, got {type(value).__name__} {value!r}: write e.g. {name}=5."
+        )
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}: write e.g. {name}=5.")
+    return value
+
+
+def _copy_bytes(name: str, value) -> int:
+    """The bytes of the memory copy: a whole number of at least 1 MiB."""
+    example = f"write e.g. {name}=64 << 20 (64 MiB)"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{name} must be an int number of bytes, got {type(value).__name__} {value!r}: "
+            f"{example}."
+        )
+    if value < 1 << 20:
+        raise ValueError(
+            f"{name} must be at least 1 MiB to time memory, not cache; got {value}: {example}."
+        )
+    return value
+
+
 def available_algorithms(devices: Sequence[str] | None = None) -> dict[str, str | None]:
     """Which all-reduce algorithms can run on ``devices``: ``None``, or the reason they cannot.
 
@@ -137,6 +195,11 @@ def available_algorithms(devices: Sequence[str] | None = None) -> dict[str, str 
 
     Returns:
         ``{name: None or reason}`` for every name in ``ALL_REDUCE_ALGORITHMS``.
+
+    Raises:
+        TypeError: If ``devices`` is not a list of device names.
+        ValueError: If ``devices`` is empty, or names a device this process does not have
+            or one device twice.
 
     Example:
         >>> from mirrorkit.measure.allreduce import available_algorithms
@@ -277,13 +340,42 @@ class AllReduceBenchmark(Reported):
         """Load results written by :meth:`to_json`: JSON text, or the path of a file.
 
         Raises:
+            TypeError: If ``source`` is neither text nor a path (a benchmark object or a
+                dict, for example).
             ValueError: If the text is not a mirrorkit all-reduce benchmark, or the path
                 names no file.
         """
+        if isinstance(source, AllReduceBenchmark):
+            raise TypeError(
+                "source is already an AllReduceBenchmark: use it as it is; from_json loads "
+                "what its to_json() wrote (text, or the path of the file)."
+            )
+        if isinstance(source, Mapping):
+            raise TypeError(
+                f"source must be JSON text or the path of a JSON file, got a "
+                f"{type(source).__name__}: pass the text (json.dumps(data)) or the file that "
+                "AllReduceBenchmark.to_json wrote."
+            )
+        if not isinstance(source, str | os.PathLike):
+            raise TypeError(
+                f"source must be JSON text or the path of a JSON file, got "
+                f"{type(source).__name__} {source!r}: pass what AllReduceBenchmark.to_json "
+                "wrote, e.g. AllReduceBenchmark.from_json('results.json')."
+            )
         if isinstance(source, str) and source.lstrip().startswith("{"):
             text = source
-        elif Path(source).is_file():
+        elif _is(Path.is_dir, source):
+            raise ValueError(
+                f"source {str(source)!r} is a folder: pass the path of the JSON file in it, "
+                "the one AllReduceBenchmark.to_json (or --out) wrote."
+            )
+        elif _is(Path.is_file, source):
             text = Path(source).read_text(encoding="utf-8")
+        elif isinstance(source, str) and "\n" in source.strip():
+            raise ValueError(
+                "source is text but not benchmark JSON (it does not start with '{'): pass "
+                "what AllReduceBenchmark.to_json wrote; a CSV from to_csv cannot be read back."
+            )
         else:
             hint = (
                 f"; {source!r} is an algorithm's name: benchmark it with "
@@ -292,22 +384,36 @@ class AllReduceBenchmark(Reported):
                 else ""
             )
             raise ValueError(
-                f"{source!r} is neither benchmark JSON text nor the path of a file (no such "
-                f"file){hint}. Pass what AllReduceBenchmark.to_json wrote."
+                f"source {str(source)!r} is neither benchmark JSON text nor the path of a "
+                f"file (no such file){hint}. Pass what AllReduceBenchmark.to_json wrote."
             )
+        written = "pass the file AllReduceBenchmark.to_json (or --out) wrote"
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
             raise ValueError(
-                f"not a mirrorkit all-reduce benchmark: the text is not JSON ({error})."
+                f"source is not a mirrorkit all-reduce benchmark: the text is not JSON "
+                f"({error}); {written} (a CSV from to_csv cannot be read back)."
             ) from None
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise ValueError(
-                f"not a mirrorkit all-reduce benchmark (expected format {FORMAT!r}, got "
-                f"{data.get('format') if isinstance(data, Mapping) else type(data).__name__!r})."
+                f"source is not a mirrorkit all-reduce benchmark (expected format {FORMAT!r}, "
+                f"got {data.get('format') if isinstance(data, Mapping) else type(data).__name__!r}"
+                f"); {written}."
             )
+        fields = list(AllReduceRecord.__dataclass_fields__)
+        records = data.get("records", [])
+        for i, record in enumerate(records if isinstance(records, list) else [records]):
+            if not isinstance(record, Mapping) or set(record) != set(fields):
+                have = set(record) if isinstance(record, Mapping) else set()
+                missing = [f for f in fields if f not in have]
+                raise ValueError(
+                    f"source holds a broken record (records[{i}]"
+                    + (f" lacks {', '.join(missing)}" if missing else " has unknown fields")
+                    + f"); {written}, unedited, or run the benchmark again."
+                )
         return cls(
-            records=tuple(AllReduceRecord(**record) for record in data["records"]),
+            records=tuple(AllReduceRecord(**record) for record in records),
             skipped=dict(data.get("skipped", {})),
             copy_bandwidth=float(data.get("copy_bandwidth", 0.0)),
             machine=dict(data.get("machine", {})),
@@ -374,6 +480,14 @@ class AllReduceBenchmark(Reported):
         )
 
 
+def _is(test, source) -> bool:
+    """``Path(source).is_file()`` and the like, False for text no path can be."""
+    try:
+        return test(Path(source))
+    except (OSError, ValueError):  # a name too long, a NUL character
+        return False
+
+
 def benchmark_all_reduce(
     algorithms=None,
     *,
@@ -426,9 +540,11 @@ def benchmark_all_reduce(
     Raises:
         ValueError: For an unknown algorithm name, a size that is not a positive
             multiple of 4 bytes, a replica count below 2 (one replica has nothing to
-            reduce with) or above the number of devices, or ``repeats``/``warmup``
-            below 1.
-        TypeError: If ``algorithms`` is neither a strategy nor names.
+            reduce with) or above the number of devices, ``repeats``/``warmup``
+            below 1, ``copy_bytes`` below 1 MiB, or ``devices`` naming no device here.
+        TypeError: If ``algorithms`` is neither a ``MirroredStrategy`` nor names, or
+            another argument has the wrong type (``sizes`` or ``replicas`` not numbers,
+            ``devices`` a single string, ``progress`` not callable).
 
     Example:
         >>> from mirrorkit.measure.allreduce import benchmark_all_reduce
@@ -447,12 +563,18 @@ def benchmark_all_reduce(
     devices = _devices(devices)
     nbytes_list = _sizes(sizes)
     counts = _replica_counts(replicas, len(devices))
-    if repeats < 1:
-        raise ValueError(f"repeats must be at least 1, got {repeats}.")
-    if warmup < 1:
+    repeats = _at_least_one("repeats", repeats)
+    if isinstance(warmup, int) and not isinstance(warmup, bool) and warmup < 1:
         raise ValueError(
             f"warmup must be at least 1, got {warmup}: the first call traces the tf.function "
-            "and would be timed with it."
+            "and would be timed with it; write e.g. warmup=2."
+        )
+    warmup = _at_least_one("warmup", warmup)
+    copy_bytes = _copy_bytes("copy_bytes", copy_bytes)
+    if progress is not None and not callable(progress):
+        raise TypeError(
+            f"progress must be a function progress(done, total, label), got "
+            f"{type(progress).__name__} {progress!r}; leave it None for no progress."
         )
 
     copy_bandwidth = measure_copy_bandwidth(copy_bytes)
@@ -552,7 +674,8 @@ def _check_replica_count(n: int) -> None:
     if n < 2:
         raise ValueError(
             f"replicas must be at least 2: an all-reduce over {n} replica"
-            f"{'' if n == 1 else 's'} has nobody to reduce with, so there is nothing to measure."
+            f"{'' if n == 1 else 's'} has nobody to reduce with, so there is nothing to measure; "
+            "ask for 2 or more."
         )
 
 
@@ -562,29 +685,50 @@ def _algorithms(tf, algorithms) -> tuple[object | None, list[str]]:
     if isinstance(algorithms, tf.distribute.Strategy):
         if not isinstance(algorithms, tf.distribute.MirroredStrategy):
             raise TypeError(
-                f"expected a MirroredStrategy (or algorithm names), got "
-                f"{type(algorithms).__name__}."
+                f"algorithms must be a MirroredStrategy (or algorithm names), got "
+                f"{type(algorithms).__name__}: pass mk.make_strategy(), or names such as "
+                "['collective', 'one_device']."
             )
         ops = type(algorithms.extended._cross_device_ops).__name__
         return algorithms, [_OPS_NAMES.get(ops, ops)]
     if isinstance(algorithms, str):
         algorithms = [algorithms]
-    if not isinstance(algorithms, Iterable):
+    if not isinstance(algorithms, Iterable) or isinstance(algorithms, Mapping):
         raise TypeError(
             f"algorithms must be a MirroredStrategy, a name or a list of names, got "
-            f"{type(algorithms).__name__}."
+            f"{type(algorithms).__name__}: write e.g. algorithms=['collective', 'one_device'], "
+            "or None for all of them."
         )
-    names = list(dict.fromkeys(algorithms))
+    names = list(algorithms)
+    known = ", ".join(repr(k) for k in ALL_REDUCE_ALGORITHMS)
+    for name in names:
+        if not isinstance(name, str) or name not in ALL_REDUCE_ALGORITHMS:
+            raise ValueError(
+                f"algorithms holds an unknown all-reduce algorithm {name!r}; choose from {known}."
+            )
+    names = list(dict.fromkeys(names))
     if not names:
         raise ValueError("algorithms is empty; pass names, or None for all of them.")
-    for name in names:
-        if name not in ALL_REDUCE_ALGORITHMS:
-            known = ", ".join(repr(k) for k in ALL_REDUCE_ALGORITHMS)
-            raise ValueError(f"unknown all-reduce algorithm {name!r}; choose from {known}.")
     return None, names
 
 
 def _devices(devices) -> tuple[str, ...]:
+    example = "devices=['/cpu:0', '/cpu:1'], or None for every local device"
+    if isinstance(devices, str):
+        raise TypeError(
+            f"devices must be a list of device names, not the string {devices!r}: write "
+            f"devices=[{devices!r}, ...] (a list), or None for every local device."
+        )
+    if devices is not None and hasattr(devices, "extended") and hasattr(devices, "scope"):
+        raise TypeError(
+            "devices must be a list of device names, got a strategy: pass "
+            "devices=mk.replica_devices(strategy), or None for every local device."
+        )
+    if devices is not None and not isinstance(devices, Iterable):
+        raise TypeError(
+            f"devices must be a list of device names, got {type(devices).__name__} "
+            f"{devices!r}: write {example}."
+        )
     if devices is not None:
         devices = tuple(devices)
         if not devices:
@@ -597,20 +741,28 @@ def _devices(devices) -> tuple[str, ...]:
 
 
 def _sizes(sizes) -> list[int]:
+    example = "sizes=['4KiB', '1MiB'] or sizes=[4096]"
     if isinstance(sizes, int | str):
         sizes = [sizes]
+    if not isinstance(sizes, Iterable):
+        raise TypeError(
+            f"sizes must be a list of sizes, got {type(sizes).__name__} {sizes!r}: write {example}."
+        )
     result = []
     for size in sizes:
-        nbytes = parse_size(size)
+        try:
+            nbytes = parse_size(size)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"sizes holds {size!r}: {error}") from None
         if nbytes <= 0:
             raise ValueError(
-                f"size {size!r} is not positive: each replica must contribute at least one "
-                "float32 (4 bytes)."
+                f"sizes holds {size!r}, which is not positive: each replica must contribute "
+                f"at least one float32 (4 bytes); write e.g. {example}."
             )
         if nbytes % _FLOAT32:
             raise ValueError(
-                f"size {size!r} ({nbytes} bytes) is not a multiple of 4: the tensors are "
-                "float32, 4 bytes per element."
+                f"sizes holds {size!r} ({nbytes} bytes), not a multiple of 4: the tensors are "
+                f"float32, 4 bytes per element; round it to {nbytes - nbytes % _FLOAT32 or 4}."
             )
         result.append(nbytes)
     if not result:
@@ -627,14 +779,22 @@ def _replica_counts(replicas, available: int) -> list[int]:
             )
         counts = [n for n in (2, 4, 8, 16, 32, 64) if n < available] + [available]
         return counts
-    if isinstance(replicas, int):
+    if isinstance(replicas, int) and not isinstance(replicas, bool):
         replicas = [replicas]
+    if isinstance(replicas, str) or not isinstance(replicas, Iterable):
+        raise TypeError(
+            f"replicas must be a list of replica counts, got {type(replicas).__name__} "
+            f"{replicas!r}: write e.g. replicas=[2, 4]."
+        )
     counts = list(dict.fromkeys(replicas))
     if not counts:
         raise ValueError("replicas is empty; pass replica counts such as [2, 4].")
     for n in counts:
         if isinstance(n, bool) or not isinstance(n, int):
-            raise TypeError(f"replica counts must be ints, got {type(n).__name__} {n!r}.")
+            raise TypeError(
+                f"replicas holds {n!r}, but replica counts must be ints ({type(n).__name__} "
+                "given): write e.g. replicas=[2, 4]."
+            )
         _check_replica_count(n)
         if n > available:
             raise ValueError(

@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
+from mirrorkit.devices import MAX_REPLICAS
 from mirrorkit.report.units import parse_size
 from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS
 
@@ -27,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
         argv: Arguments without the program name; ``None`` reads ``sys.argv[1:]``.
 
     Returns:
-        0 on success. Argument errors exit with status 2 and a message (argparse).
+        0 on success. Argument errors exit with status 2 and a message (argparse), before
+        anything runs: this includes ``--out`` or ``--csv`` in a folder that does not exist.
 
     Example:
         >>> from mirrorkit.measure.command import main
@@ -36,7 +39,11 @@ def main(argv: list[str] | None = None) -> int:
         ...
         SystemExit: 0
     """
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    for option, path in (("--out", args.out), ("--csv", args.csv)):
+        if path is not None:
+            _check_output(parser, option, path)
 
     import mirrorkit as mk
 
@@ -75,31 +82,56 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _check_output(parser: argparse.ArgumentParser, option: str, path: str) -> None:
+    """Refuse now a file the run could not write at its end."""
+    target = Path(path)
+    if target.is_dir():
+        parser.error(
+            f"argument {option}: {path!r} is a folder; give a file name in it, e.g. "
+            f"{option} {target / 'results.json'}."
+        )
+    folder = target.parent
+    if not folder.is_dir():
+        parser.error(
+            f"argument {option}: the folder {str(folder)!r} does not exist, so {path!r} could "
+            f"not be written after the run; create it first (mkdir -p {folder}) or write the "
+            "file elsewhere."
+        )
+
+
 def _size(text: str) -> int:
+    example = "write sizes such as --sizes 4KiB 1MiB"
     try:
         nbytes = parse_size(text)
     except (TypeError, ValueError) as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+        raise argparse.ArgumentTypeError(f"{error} ({example}).") from None
     if nbytes <= 0:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a positive size: each replica sends at least 4 bytes."
+            f"{text!r} is not a positive size: each replica sends at least 4 bytes; {example}."
         )
     if nbytes % 4:
         raise argparse.ArgumentTypeError(
-            f"{text!r} ({nbytes} bytes) is not a multiple of 4 (float32 elements)."
+            f"{text!r} ({nbytes} bytes) is not a multiple of 4 (float32 elements); {example}."
         )
     return nbytes
 
 
 def _replicas(text: str) -> int:
+    example = "write counts such as --replicas 2 4"
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of replicas.") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number of replicas; {example}."
+        ) from None
     if n < 2:
         raise argparse.ArgumentTypeError(
             f"{n}: an all-reduce needs at least 2 replicas (with 1 there is nothing to "
-            "reduce with, so nothing to measure)."
+            f"reduce with, so nothing to measure); {example}."
+        )
+    if n > MAX_REPLICAS:
+        raise argparse.ArgumentTypeError(
+            f"{n} replicas is more than mirrorkit simulates ({MAX_REPLICAS}); {example}."
         )
     return n
 
@@ -108,9 +140,11 @@ def _positive(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number.") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number; write a count such as 5."
+        ) from None
     if n < 1:
-        raise argparse.ArgumentTypeError(f"{n} must be at least 1.")
+        raise argparse.ArgumentTypeError(f"{n} must be at least 1; write a count such as 5.")
     return n
 
 

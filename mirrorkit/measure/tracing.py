@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from mirrorkit._validate import require_strategy
 from mirrorkit.measure import _profiler
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.units import format_percent, format_seconds
@@ -212,8 +213,10 @@ class StepTracer:
             profiler overhead.
 
     Raises:
-        ValueError: If ``profile_every`` is below 1 or ``profile_from`` below 0.
-        TypeError: If ``on_step`` is not callable.
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``, or ``on_step`` is
+            not callable.
+        ValueError: If ``profile_every`` is not an int of at least 1 (or ``None``), or
+            ``profile_from`` not an int of at least 0.
 
     Example:
         >>> import tensorflow as tf
@@ -242,16 +245,32 @@ class StepTracer:
         profile_from: int = 2,
         on_step: Callable[[StepPhases], object] | None = None,
     ):
+        require_strategy(strategy, "StepTracer(strategy)")
         if profile_every is not None and (
             isinstance(profile_every, bool)
             or not isinstance(profile_every, int)
             or profile_every < 1
         ):
-            raise ValueError(f"profile_every must be an int >= 1 or None, got {profile_every!r}.")
+            raise ValueError(
+                f"profile_every must be an int >= 1 or None, got {profile_every!r}: write e.g. "
+                "profile_every=10 to profile one step in ten, or None to never profile."
+            )
         if isinstance(profile_from, bool) or not isinstance(profile_from, int) or profile_from < 0:
-            raise ValueError(f"profile_from must be an int >= 0, got {profile_from!r}.")
+            raise ValueError(
+                f"profile_from must be an int >= 0 (a step index, counted from 0), got "
+                f"{profile_from!r}: write e.g. profile_from=2 to skip the first steps, which "
+                "trace the tf.function."
+            )
         if on_step is not None and not callable(on_step):
-            raise TypeError(f"on_step must be a function of StepPhases, got {on_step!r}.")
+            append = (
+                " (pass its append method: on_step=timeline.append)"
+                if hasattr(on_step, "append")
+                else ""
+            )
+            raise TypeError(
+                f"on_step must be a function of StepPhases, got {type(on_step).__name__} "
+                f"{on_step!r}{append}; e.g. on_step=print."
+            )
         self.strategy = strategy
         self.on_step = on_step
         self.profile_every = profile_every
@@ -277,6 +296,12 @@ class StepTracer:
 
         ``StopIteration`` passes through and records nothing.
         """
+        if not hasattr(iterator, "__next__"):
+            made = "iter(dataset)" if hasattr(iterator, "__iter__") else "an iterator"
+            raise TypeError(
+                f"iterator must be an iterator, got {type(iterator).__name__}: make one before "
+                f"the loop, iterator = {made}, and call tracer.next(iterator) in each step."
+            )
         start = time.perf_counter()
         element = next(iterator)
         self._pending_wait += time.perf_counter() - start
@@ -287,7 +312,15 @@ class StepTracer:
         """Time (and maybe profile) the step run inside this ``with`` block.
 
         A step that raises is not recorded.
+
+        Raises:
+            RuntimeError: If called inside another step's ``with`` block.
         """
+        if self._open is not None:
+            raise RuntimeError(
+                "tracer.step() is already timing a step: steps cannot be nested. End the "
+                "`with tracer.step():` block before the next one starts, one per training step."
+            )
         self._begin()
         try:
             yield
@@ -387,6 +420,19 @@ class StepTracer:
             tuple(sorted(kinds)),
             tuple(notes),
             self._profiler_s,
+        )
+
+    def set_model(self, model) -> None:
+        """Refuse to be a Keras callback: :meth:`callback` makes the one ``fit`` takes.
+
+        Keras calls ``set_model`` on each of ``fit``'s callbacks first.
+
+        Raises:
+            TypeError: Always.
+        """
+        raise TypeError(
+            "callbacks holds the StepTracer itself, which is not a Keras callback: pass "
+            "model.fit(..., callbacks=[tracer.callback()])."
         )
 
     def callback(self):

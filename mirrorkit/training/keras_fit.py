@@ -108,6 +108,7 @@ def fit_ready(model: keras.Model, *, require_distributed: bool = True) -> FitRea
 
     Raises:
         RuntimeError: If called inside a strategy's scope.
+        TypeError: If ``model`` is not a Keras model, or ``require_distributed`` not a bool.
         ValueError: If the model has no weights yet, or (``require_distributed``) some
             were made outside ``strategy.scope()``.
 
@@ -128,7 +129,25 @@ def fit_ready(model: keras.Model, *, require_distributed: bool = True) -> FitRea
             "fit the wrapper in the scope."
         )
     if not isinstance(model, keras.Model):
-        raise TypeError(f"model must be a keras.Model, got {type(model).__name__}.")
+        if isinstance(model, keras.layers.Layer):
+            advice = (
+                "put the layer in a model inside strategy.scope(), e.g. "
+                "keras.Sequential([keras.Input(shape), layer]), and wrap that"
+            )
+        elif callable(model) and not isinstance(model, type):
+            advice = (
+                "call the function that builds it in strategy.scope() first, then pass the "
+                "model: fit_ready(build_model())"
+            )
+        else:
+            advice = "pass the Keras model you built in strategy.scope()"
+        raise TypeError(f"model must be a keras.Model, got {type(model).__name__}: {advice}.")
+    if not isinstance(require_distributed, bool):
+        raise TypeError(
+            f"require_distributed must be True or False, got "
+            f"{type(require_distributed).__name__} {require_distributed!r}: leave it True, or "
+            "write require_distributed=False to try the wrapper without a strategy."
+        )
     if not model.weights:
         raise ValueError(
             "the model has no weights yet: build it inside strategy.scope() first "

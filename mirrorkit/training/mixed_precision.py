@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mirrorkit._validate import require_strategy
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import number
 
@@ -57,6 +58,7 @@ def mixed_precision_policy(name: str) -> Iterator:
         The ``keras.mixed_precision.DTypePolicy`` in effect inside the block.
 
     Raises:
+        TypeError: If ``name`` is not text (a ``DTypePolicy`` object or a dtype).
         ValueError: If ``name`` is not a policy Keras knows.
 
     Example:
@@ -70,13 +72,21 @@ def mixed_precision_policy(name: str) -> Iterator:
     """
     import keras
 
+    names = "'mixed_float16', 'mixed_bfloat16' or 'float32'"
+    if isinstance(name, keras.mixed_precision.DTypePolicy):
+        raise TypeError(
+            f"name must be a policy's name, got the policy object {name.name!r}: write "
+            f"mixed_precision_policy({name.name!r})."
+        )
+    if name is not None and not isinstance(name, str):
+        raise TypeError(
+            f"name must be a policy name such as {names}, got {type(name).__name__} "
+            f"{name!r}: write e.g. mixed_precision_policy('mixed_float16')."
+        )
     try:
         policy = keras.mixed_precision.DTypePolicy(name)
     except (TypeError, ValueError) as error:
-        raise ValueError(
-            f"unknown mixed precision policy {name!r}: use 'mixed_float16', "
-            "'mixed_bfloat16' or 'float32'."
-        ) from error
+        raise ValueError(f"unknown mixed precision policy name {name!r}: use {names}.") from error
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(policy)
     try:
@@ -186,7 +196,7 @@ class LossScaleHistory(Reported):
 
 def _overflow_steps(overflow_steps, steps: int) -> frozenset[int]:
     """The steps to force an overflow at, checked: ints from 0 to ``steps - 1``."""
-    if isinstance(overflow_steps, int | float | str):
+    if isinstance(overflow_steps, int | float | str) or not isinstance(overflow_steps, Iterable):
         raise TypeError(
             "overflow_steps must be a list of step numbers, e.g. overflow_steps=[2] "
             f"(or [] for none), got {type(overflow_steps).__name__} {overflow_steps!r}."
@@ -213,10 +223,12 @@ def _int_or_none(value) -> int | None:
         return None
 
 
-def _positive_int(name: str, value) -> int:
+def _positive_int(name: str, value, example: int) -> int:
     number = _int_or_none(value)
     if number is None or number < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}.")
+        raise ValueError(
+            f"{name} must be a positive int, got {value!r}: write e.g. {name}={example}."
+        )
     return number
 
 
@@ -260,7 +272,9 @@ def run_loss_scale(
         ``loss_scale`` and ``overflow`` among others.
 
     Raises:
-        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``.
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``, or
+            ``overflow_steps``, ``initial_scale``, ``learning_rate`` or ``seed`` has the
+            wrong type.
         ValueError: If ``policy`` is not one of ``MIXED_PRECISION_POLICIES``, or a number
             is out of range.
 
@@ -274,21 +288,35 @@ def run_loss_scale(
     import keras
     import tensorflow as tf
 
-    if not isinstance(strategy, tf.distribute.Strategy):
-        raise TypeError(
-            f"expected a tf.distribute.Strategy, got {type(strategy).__name__}: "
-            "pass the strategy itself, e.g. mk.make_strategy()."
-        )
-    if policy not in MIXED_PRECISION_POLICIES:
+    require_strategy(strategy, "mk.run_loss_scale(strategy)")
+    if not isinstance(policy, str) or policy not in MIXED_PRECISION_POLICIES:
         known = ", ".join(repr(p) for p in MIXED_PRECISION_POLICIES)
         raise ValueError(f"unknown policy {policy!r}; choose one of {known}.")
-    steps = _positive_int("steps", steps)
-    dynamic_growth_steps = _positive_int("dynamic_growth_steps", dynamic_growth_steps)
-    global_batch = _positive_int("global_batch", global_batch)
+    steps = _positive_int("steps", steps, 6)
+    dynamic_growth_steps = _positive_int("dynamic_growth_steps", dynamic_growth_steps, 2)
+    global_batch = _positive_int("global_batch", global_batch, 8)
     if isinstance(initial_scale, bool) or not isinstance(initial_scale, int | float):
         raise TypeError(f"initial_scale must be a number such as 2.0**15, got {initial_scale!r}.")
     if not initial_scale > 0:
-        raise ValueError(f"initial_scale must be positive, got {initial_scale!r}.")
+        raise ValueError(
+            f"initial_scale must be positive, got {initial_scale!r}: write e.g. "
+            "initial_scale=2.0**15."
+        )
+    if isinstance(learning_rate, bool) or not isinstance(learning_rate, int | float):
+        raise TypeError(
+            f"learning_rate must be a number, got {type(learning_rate).__name__} "
+            f"{learning_rate!r}: write e.g. learning_rate=0.01."
+        )
+    if not learning_rate > 0:
+        raise ValueError(
+            f"learning_rate must be positive, got {learning_rate!r}: write e.g. learning_rate=0.01."
+        )
+    if _int_or_none(seed) is None:
+        raise TypeError(
+            f"seed must be an int, got {type(seed).__name__} {seed!r}: write e.g. seed=0."
+        )
+    if seed < 0:
+        raise ValueError(f"seed must be at least 0, got {seed}: write e.g. seed=0.")
     overflow_steps = _overflow_steps(overflow_steps, steps)
     replicas = strategy.num_replicas_in_sync
     if global_batch % replicas:

@@ -35,25 +35,64 @@ def test_same_count_again_is_harmless(devices):
     assert mk.simulate_replicas(REPLICAS, use_gpus=False) == devices
 
 
-def test_different_count_after_start_says_restart():
-    with pytest.raises(mk.ReplicaSetupError) as error:
-        mk.simulate_replicas(REPLICAS + 1)
-    message = str(error.value)
-    assert f"already started with {REPLICAS} CPU device(s)" in message
-    assert "Restart the kernel" in message
-    assert f"simulate_replicas({REPLICAS + 1})" in message
+# The session already simulated REPLICAS replicas: every case here is refused before devices
+# are touched, or (a different count) because TensorFlow has started.
+RESTART = rf"already started with {REPLICAS} CPU device\(s\).*Restart the kernel"
+WRONG_SIMULATE_REPLICAS = [
+    pytest.param(
+        dict(n=0), ValueError, "n", r"at least 1 replica.*simulate_replicas\(4\)", id="zero"
+    ),
+    pytest.param(
+        dict(n=-3), ValueError, "n", r"at least 1 replica, got -3: ask for 1", id="negative"
+    ),
+    pytest.param(
+        dict(n=2.0), TypeError, "n", r"must be an int.*simulate_replicas\(4\)", id="a float"
+    ),
+    pytest.param(dict(n="4"), TypeError, "n", r"must be an int.*got str '4'", id="a string"),
+    pytest.param(
+        dict(n=None), TypeError, "n", r"must be an int.*simulate_replicas\(4\)", id="None"
+    ),
+    pytest.param(dict(n=True), TypeError, "n", r"must be an int.*got bool", id="a bool"),
+    pytest.param(dict(n=65), ValueError, "n=65", r"Ask for at most 64", id="too many"),
+    pytest.param(
+        dict(n=REPLICAS, use_gpus="no"),
+        TypeError,
+        "use_gpus",
+        r"write use_gpus=False",
+        id="use_gpus as text",
+    ),
+    pytest.param(
+        dict(n=REPLICAS, report="no"),
+        TypeError,
+        "report",
+        r"write report=False",
+        id="report as text",
+    ),
+    pytest.param(
+        dict(n=REPLICAS + 1),
+        mk.ReplicaSetupError,
+        f"simulate_replicas({REPLICAS + 1})",
+        RESTART,
+        id="more replicas after TensorFlow started",
+    ),
+    pytest.param(
+        dict(n=2),
+        mk.ReplicaSetupError,
+        "simulate_replicas(2)",
+        RESTART,
+        id="fewer replicas after TensorFlow started",
+    ),
+]
 
 
-@pytest.mark.parametrize("bad", [0, -3])
-def test_count_below_one_is_a_value_error(bad):
-    with pytest.raises(ValueError, match="at least 1 replica"):
-        mk.simulate_replicas(bad)
-
-
-@pytest.mark.parametrize("bad", [2.0, "4", None, True])
-def test_count_must_be_an_int(bad):
-    with pytest.raises(TypeError, match="must be an int"):
-        mk.simulate_replicas(bad)
+@pytest.mark.wrong_inputs("mk.simulate_replicas")
+@pytest.mark.parametrize(("kwargs", "error", "argument", "match"), WRONG_SIMULATE_REPLICAS)
+def test_wrong_simulate_replicas_arguments_get_a_clear_message(
+    refuses, devices, capsys, kwargs, error, argument, match
+):
+    refuses(lambda: mk.simulate_replicas(**kwargs), error, argument, match)
+    assert capsys.readouterr().out == ""  # no line printed for a refused call
+    assert mk.simulate_replicas(REPLICAS, report=False) == devices  # and nothing changed
 
 
 def test_fresh_process_gets_that_many_replicas_in_a_default_strategy():
@@ -80,9 +119,28 @@ def test_replica_devices_of_the_default_strategy():
     assert name.endswith("CPU:0")
 
 
-def test_replica_devices_rejects_non_strategies():
-    with pytest.raises(TypeError, match="tf.distribute.Strategy"):
-        mk.replica_devices("MirroredStrategy")
+WRONG_STRATEGIES = [
+    pytest.param(
+        "MirroredStrategy", r"got the text 'MirroredStrategy': create one with", id="name"
+    ),
+    pytest.param(
+        tf.distribute.MirroredStrategy,
+        r"the class MirroredStrategy.*create one first",
+        id="the class",
+    ),
+    pytest.param(mk.make_strategy, r"the function make_strategy.*call it", id="the function"),
+    pytest.param(
+        None, r"got NoneType: create one with strategy = mk\.make_strategy\(\)", id="None"
+    ),
+    pytest.param(("/device:CPU:0", "/device:CPU:1"), r"got tuple: create one", id="its devices"),
+    pytest.param(4, r"got int: create one with", id="a replica count"),
+]
+
+
+@pytest.mark.wrong_inputs("mk.replica_devices")
+@pytest.mark.parametrize(("strategy", "match"), WRONG_STRATEGIES)
+def test_replica_devices_of_something_else_gets_a_clear_message(refuses, strategy, match):
+    refuses(lambda: mk.replica_devices(strategy), TypeError, "strategy", match)
 
 
 # -- the decision, as data ----------------------------------------------------------------
@@ -251,18 +309,67 @@ def test_plan_devices_are_the_logical_names():
     assert mk.plan_replicas(2, [T4], use_gpus=False).devices[-1] == "/device:CPU:1"
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "error", "match"),
-    [
-        (dict(n=0), ValueError, "at least 1 replica"),
-        (dict(n=2.0), TypeError, "must be an int"),
-        (dict(n=2, min_memory_mib=0), ValueError, "min_memory_mib must be at least 1"),
-        (dict(n=2, min_memory_mib=1.5), TypeError, "min_memory_mib must be an int"),
-    ],
-)
-def test_plan_rejects_bad_arguments(kwargs, error, match):
-    with pytest.raises(error, match=match):
-        mk.plan_replicas(**kwargs)
+WRONG_PLAN_REPLICAS = [
+    pytest.param(dict(n=0), ValueError, "n", r"at least 1 replica.*plan_replicas\(4\)", id="zero"),
+    pytest.param(dict(n=2.0), TypeError, "n", r"must be an int.*plan_replicas\(4\)", id="a float"),
+    pytest.param(dict(n=65), ValueError, "n=65", r"Ask for at most 64", id="too many"),
+    pytest.param(
+        dict(n=2, min_memory_mib=0),
+        ValueError,
+        "min_memory_mib",
+        r"at least 1, got 0: write a number of MiB",
+        id="no memory",
+    ),
+    pytest.param(
+        dict(n=2, min_memory_mib=1.5),
+        TypeError,
+        "min_memory_mib",
+        r"must be an int.*min_memory_mib=1024",
+        id="a float of MiB",
+    ),
+    pytest.param(
+        dict(n=4, gpus=("Tesla T4", 15360)),
+        TypeError,
+        "gpus",
+        r"the single pair .* write gpus=\[\('Tesla T4', 15360\)\]",
+        id="one pair, no list",
+    ),
+    pytest.param(
+        dict(n=4, gpus=["Tesla T4"]),
+        TypeError,
+        "gpus",
+        r"'Tesla T4', not a \(name, memory\) pair: write gpus=",
+        id="names only",
+    ),
+    pytest.param(
+        dict(n=4, gpus=[("Tesla T4", "15GB")]),
+        TypeError,
+        "gpus",
+        r"int number of MiB or None.*\('Tesla T4', 15360\)",
+        id="memory as text",
+    ),
+    pytest.param(
+        dict(n=4, gpus={"Tesla T4": 15360}),
+        TypeError,
+        "gpus",
+        r"list of pairs, got dict: write gpus=",
+        id="a dict",
+    ),
+    pytest.param(dict(n=4, gpus=1), TypeError, "gpus", r"got int: write gpus=", id="a count"),
+    pytest.param(
+        dict(n=4, use_gpus="no"),
+        TypeError,
+        "use_gpus",
+        r"write use_gpus=False",
+        id="use_gpus as text",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.plan_replicas")
+@pytest.mark.parametrize(("kwargs", "error", "argument", "match"), WRONG_PLAN_REPLICAS)
+def test_wrong_plan_arguments_get_a_clear_message(refuses, kwargs, error, argument, match):
+    refuses(lambda: mk.plan_replicas(**kwargs), error, argument, match)
 
 
 def test_plan_is_frozen():

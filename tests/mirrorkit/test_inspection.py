@@ -47,8 +47,6 @@ def test_tolerance_for_in_sync(strategy):
     strategy.run(lambda: variable.assign_add(replica_id_times(1e-4)))
     assert mk.inspect(variable).in_sync is False
     assert mk.inspect(variable, atol=1e-3).in_sync is True
-    with pytest.raises(ValueError, match="atol must be >= 0"):
-        mk.inspect(variable, atol=-1.0)
 
 
 def test_sync_on_read_variable_explains_its_aggregation(strategy):
@@ -119,31 +117,144 @@ def test_html_representation_is_a_table_and_escapes(strategy):
     assert "a&lt;b" in text and "a<b" not in text
 
 
-@pytest.mark.parametrize("bad", ["hello", 3.0, np.ones(3), object()])
-def test_non_tensorflow_values_are_rejected_with_advice(bad):
-    with pytest.raises(TypeError, match="takes TensorFlow values.*tf.constant"):
-        mk.inspect(bad)
-
-
-def test_bad_value_inside_a_structure_is_located():
-    with pytest.raises(TypeError, match=r"at \[1\]"):
-        mk.inspect([tf.constant(1.0), "oops"])
-
-
-def test_empty_structure_and_empty_per_replica():
-    with pytest.raises(ValueError, match="empty structure"):
-        mk.inspect([])
-    with pytest.raises(ValueError, match="PerReplica has no replicas"):
-        mk.inspect(tf_values.PerReplica(()))
-
-
-def test_symbolic_tensor_inside_tf_function():
+def inside_tf_function(x):
     @tf.function
     def inside_graph(x):
         return mk.inspect(x)
 
-    with pytest.raises(ValueError, match="outside tf.function"):
-        inside_graph(tf.constant(1.0))
+    return inside_graph(x)
+
+
+def per_replica_dataset(strategy):
+    return strategy.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(4))
+
+
+# Each case: call(strategy) makes the learner's call.
+WRONG_VALUES = [
+    pytest.param(
+        lambda s: mk.inspect(np.ones(3)),
+        TypeError,
+        "value",
+        r"got ndarray: wrap it first with tf\.constant",
+        id="a NumPy array",
+    ),
+    pytest.param(
+        lambda s: mk.inspect([1.0, 2.0]),
+        TypeError,
+        "value",
+        r"list of plain numbers.*mk\.inspect\(tf\.constant\(\[1\.0, 2\.0\]\)\)",
+        id="a list of numbers",
+    ),
+    pytest.param(
+        lambda s: mk.inspect(3.0),
+        TypeError,
+        "value",
+        r"got float: wrap it.*tf\.constant",
+        id="a number",
+    ),
+    pytest.param(
+        lambda s: mk.inspect("hello"),
+        TypeError,
+        "value",
+        r"got str: pass a tensor.*tf\.constant",
+        id="text",
+    ),
+    pytest.param(
+        lambda s: mk.inspect(object()),
+        TypeError,
+        "value",
+        r"got object: pass a tensor",
+        id="any object",
+    ),
+    pytest.param(
+        lambda s: mk.inspect(s),
+        TypeError,
+        "value",
+        r"got MirroredStrategy: a strategy holds no values.*strategy\.run\(fn\)",
+        id="the strategy",
+    ),
+    pytest.param(
+        lambda s: mk.inspect(tf.data.Dataset.range(4)),
+        TypeError,
+        "value",
+        r"inspect one batch, next\(iter\(dataset\)\)",
+        id="a dataset",
+    ),
+    pytest.param(
+        lambda s: mk.inspect(per_replica_dataset(s)),
+        TypeError,
+        "value",
+        r"got DistributedDataset.*next\(iter\(dataset\)\)",
+        id="a distributed dataset",
+    ),
+    pytest.param(
+        lambda s: mk.inspect(replica_id_times),
+        TypeError,
+        "value",
+        r"got function: run the function first, e\.g\. mk\.inspect\(strategy\.run",
+        id="the replica function",
+    ),
+    pytest.param(
+        lambda s: mk.inspect(None),
+        TypeError,
+        "value",
+        r"returned nothing: make it return its tensor",
+        id="None from strategy.run",
+    ),
+    pytest.param(
+        lambda s: mk.inspect({"loss": 0.5, "ids": s.run(replica_id_times, args=(1.0,))}),
+        TypeError,
+        "value at loss",
+        r"got float: wrap it first with tf\.constant",
+        id="a dict holding a number",
+    ),
+    pytest.param(
+        lambda s: mk.inspect([tf.constant(1.0), "oops"]),
+        TypeError,
+        "value at [1]",
+        r"got str: pass a tensor",
+        id="a list holding text",
+    ),
+    pytest.param(
+        lambda s: mk.inspect([]),
+        ValueError,
+        "value",
+        r"empty list: pass at least one tensor",
+        id="an empty list",
+    ),
+    pytest.param(
+        lambda s: inside_tf_function(tf.constant(1.0)),
+        ValueError,
+        "value",
+        r"symbolic tensor.*call mk\.inspect outside tf\.function",
+        id="inside tf.function",
+    ),
+    pytest.param(
+        lambda s: mk.inspect(tf.constant(1.0), atol=-1.0),
+        ValueError,
+        "atol",
+        r"must be >= 0, got -1\.0: write e\.g\. atol=1e-6",
+        id="negative atol",
+    ),
+    pytest.param(
+        lambda s: mk.inspect(tf.constant(1.0), atol="0.1"),
+        TypeError,
+        "atol",
+        r"must be a number, got str '0\.1': write e\.g\. atol=",
+        id="atol as text",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.inspect")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_VALUES)
+def test_wrong_values_get_a_clear_message(refuses, strategy, call, error, argument, match):
+    refuses(lambda: call(strategy), error, argument, match)
+
+
+def test_empty_per_replica():
+    with pytest.raises(ValueError, match="PerReplica has no replicas"):
+        mk.inspect(tf_values.PerReplica(()))
 
 
 def test_keras_variables_in_a_list_are_named_by_path(strategy):

@@ -38,16 +38,49 @@ def test_sets_determinism_and_quiet_loggers():
     assert os.environ["TF_ENABLE_ONEDNN_OPTS"] == "0"
 
 
-@pytest.mark.parametrize("bad", [1.5, "1", None, False])
-def test_seed_must_be_an_int(bad):
-    with pytest.raises(TypeError, match="seed must be an int"):
-        mk.make_reproducible(bad)
+WRONG_SEEDS = [
+    pytest.param(
+        dict(seed=1.5),
+        TypeError,
+        "seed",
+        r"must be an int, got float 1\.5: pass a whole",
+        id="a float",
+    ),
+    pytest.param(
+        dict(seed="1"), TypeError, "seed", r"got str '1'.*make_reproducible\(42\)", id="text"
+    ),
+    pytest.param(
+        dict(seed=None),
+        TypeError,
+        "seed",
+        r"got NoneType None.*make_reproducible\(42\)",
+        id="None for a random seed",
+    ),
+    pytest.param(dict(seed=False), TypeError, "seed", r"must be an int, got bool", id="a bool"),
+    pytest.param(
+        dict(seed=-1),
+        ValueError,
+        "seed",
+        r"between 0 and 4294967295, got -1: pick a number in that range",
+        id="negative",
+    ),
+    pytest.param(
+        dict(seed=2**32),
+        ValueError,
+        "seed",
+        r"between 0 and 4294967295.*pick a number",
+        id="too large",
+    ),
+    pytest.param(
+        dict(seed=0, quiet="no"), TypeError, "quiet", r"write quiet=False", id="quiet as text"
+    ),
+]
 
 
-@pytest.mark.parametrize("bad", [-1, 2**32])
-def test_seed_range(bad):
-    with pytest.raises(ValueError, match="between 0 and 4294967295"):
-        mk.make_reproducible(bad)
+@pytest.mark.wrong_inputs("mk.make_reproducible")
+@pytest.mark.parametrize(("kwargs", "error", "argument", "match"), WRONG_SEEDS)
+def test_wrong_seeds_get_a_clear_message(refuses, kwargs, error, argument, match):
+    refuses(lambda: mk.make_reproducible(**kwargs), error, argument, match)
 
 
 def test_a_fresh_process_prints_no_tensorflow_noise():

@@ -47,16 +47,6 @@ def test_devices_subset(devices):
     assert all_reduce_sum(strategy) == [1.0, 1.0]
 
 
-def test_unknown_name_lists_the_known_ones():
-    with pytest.raises(ValueError, match="unknown all_reduce 'ring'.*'collective'.*'nccl'"):
-        mk.make_strategy("ring")
-
-
-def test_empty_devices():
-    with pytest.raises(ValueError, match="devices is empty"):
-        mk.make_strategy(devices=[])
-
-
 def test_nccl_without_gpu_fails_at_construction_with_the_reason():
     with pytest.raises(mk.AllReduceUnavailableError) as error:
         mk.make_strategy("nccl")
@@ -228,24 +218,103 @@ def test_the_default_collective_runs_as_a_ring_on_cpus(strategy):
     assert options.implementation == tf.distribute.experimental.CommunicationImplementation.RING
 
 
-WRONG_DEVICES = [
-    ("/cpu:0", TypeError, r"not the string '/cpu:0': write devices=\['/cpu:0'\]"),
-    (["/gpu:0"], ValueError, r"no device '/gpu:0' in this process, which has CPU:0, CPU:1"),
-    (["/cpu:9"], ValueError, r"no device '/cpu:9' .* mk\.simulate_replicas\(n\)"),
-    (["/cpu:0", "/device:CPU:0"], ValueError, r"devices names CPU:0 twice"),
-    (["cpu"], ValueError, r"'cpu' is not a device name: write the type and the index"),
-    ([0, 1], TypeError, r"each device must be a name such as '/cpu:0', got 0"),
-    (["/job:worker/task:1/device:CPU:0"], ValueError, r"on job 'worker'.*mk\.LocalCluster"),
-    (4, TypeError, r"devices must be a list of device names, got int"),
-    ([], ValueError, r"devices is empty"),
+EXAMPLE = r"devices=\['/cpu:0', '/cpu:1'\]"
+WRONG_STRATEGY_ARGUMENTS = [
+    pytest.param(
+        dict(devices="/cpu:0"),
+        TypeError,
+        "devices",
+        r"not the string '/cpu:0': write devices=\['/cpu:0'\]",
+        id="devices as a string",
+    ),
+    pytest.param(
+        dict(devices=["/gpu:0"]),
+        ValueError,
+        "devices",
+        r"no device '/gpu:0' in this process, which has CPU:0, CPU:1.*simulate_replicas",
+        id="a GPU on a machine without",
+    ),
+    pytest.param(
+        dict(devices=["/cpu:9"]),
+        ValueError,
+        "devices",
+        r"no device '/cpu:9' .* mk\.simulate_replicas\(n\)",
+        id="a device past the last",
+    ),
+    pytest.param(
+        dict(devices=["/cpu:0", "/device:CPU:0"]),
+        ValueError,
+        "devices",
+        r"names CPU:0 twice.*each replica needs a device of its own",
+        id="one device twice",
+    ),
+    pytest.param(
+        dict(devices=["cpu"]),
+        ValueError,
+        "devices",
+        r"'cpu' is not a device name: write the type and the index",
+        id="no index",
+    ),
+    pytest.param(
+        dict(devices=[0, 1]),
+        TypeError,
+        "devices",
+        r"each device must be a name such as '/cpu:0', got 0",
+        id="indices",
+    ),
+    pytest.param(
+        dict(devices=["/job:worker/task:1/device:CPU:0"]),
+        ValueError,
+        "devices",
+        r"on job 'worker'.*mk\.LocalCluster",
+        id="another worker's device",
+    ),
+    pytest.param(
+        dict(devices=4), TypeError, "devices", rf"got int; e\.g\. {EXAMPLE}", id="a replica count"
+    ),
+    pytest.param(
+        dict(devices=[]), ValueError, "devices", r"empty; pass device names.*or None", id="empty"
+    ),
+    pytest.param(
+        dict(all_reduce="ring"),
+        ValueError,
+        "all_reduce",
+        r"unknown all_reduce 'ring'; choose one of 'collective'.*'nccl'",
+        id="ring",
+    ),
+    pytest.param(
+        dict(all_reduce="NCCL"), ValueError, "all_reduce", r"did you mean 'nccl'\?", id="upper case"
+    ),
+    pytest.param(
+        dict(all_reduce=["/cpu:0", "/cpu:1"]),
+        TypeError,
+        "all_reduce",
+        r"looks like devices.*make_strategy\(devices=\['/cpu:0', '/cpu:1'\]\)",
+        id="devices passed first",
+    ),
+    pytest.param(
+        dict(all_reduce=tf.distribute.ReductionToOneDevice()),
+        TypeError,
+        "all_reduce",
+        r"ReductionToOneDevice object: write make_strategy\(all_reduce='one_device'\)",
+        id="a CrossDeviceOps object",
+    ),
+    pytest.param(
+        dict(all_reduce=None),
+        TypeError,
+        "all_reduce",
+        r"choose one of 'collective'.*make_strategy\('collective'\)",
+        id="None",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("devices", "error", "match"), WRONG_DEVICES)
-def test_wrong_devices_get_a_sentence_not_a_one_replica_strategy(devices, error, match):
-    with pytest.raises(error, match=match) as raised:
-        mk.make_strategy(devices=devices)
-    assert "Traceback" not in str(raised.value) and "Unknown attribute" not in str(raised.value)
+@pytest.mark.wrong_inputs("mk.make_strategy")
+@pytest.mark.parametrize(("kwargs", "error", "argument", "match"), WRONG_STRATEGY_ARGUMENTS)
+def test_wrong_arguments_get_a_sentence_not_a_one_replica_strategy(
+    refuses, kwargs, error, argument, match
+):
+    refuses(lambda: mk.make_strategy(**kwargs), error, argument, match)
 
 
 def test_device_names_in_any_spelling_work(devices):

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 
 import pytest
+import tensorflow as tf
 import traitlets
 
+import mirrorkit as mk
 from mirrorkit.measure.allreduce import AllReduceBenchmark, benchmark_all_reduce, record_from_times
 from mirrorwidgets import AllReduceChart
 from mirrorwidgets._benchmark_chart import ALGORITHM_COLORS, DASHES
@@ -176,8 +179,7 @@ def test_replica_count_selection(measured):
     assert chart._menu.value == 2
     with pytest.raises(traitlets.TraitError, match=r"measured replica count \(2, 4\), got 3"):
         chart.replicas = 3
-    with pytest.raises(traitlets.TraitError, match="got 8"):
-        AllReduceChart(measured, replicas=8)
+    assert chart.replicas == 2  # a refused count changes nothing
 
 
 def test_json_round_trip_and_update(measured, tmp_path):
@@ -209,23 +211,125 @@ def test_single_size_draws_points_without_lines():
     assert "1 MiB" in svg
 
 
-@pytest.mark.parametrize(
-    ("benchmark", "error", "match"),
-    [
-        (None, TypeError, "takes what mirrorkit.benchmark_all_reduce returns.*got NoneType"),
-        ([1, 2], TypeError, "AllReduceBenchmark.*got list"),
-        ({"records": []}, TypeError, "got dict"),
-        ('{"format": "other"}', ValueError, "not a mirrorkit all-reduce benchmark"),
-        (AllReduceBenchmark((), {"nccl": "no GPU"}), ValueError, "no records.*nccl: no GPU"),
-        (AllReduceBenchmark(()), ValueError, "holds no records"),
-        ("collective", ValueError, r"'collective' is an algorithm's name: benchmark it with"),
-        ("results.json", ValueError, r"'results.json' is neither .* \(no such file\)"),
-        ("{not json", ValueError, "the text is not JSON"),
-    ],
-)
-def test_bad_input_is_refused(benchmark, error, match):
-    with pytest.raises(error, match=match):
-        AllReduceChart(benchmark)
+def _one_record() -> AllReduceBenchmark:
+    record = record_from_times("collective", 2, 4096, [1e-4], 1e10)
+    return AllReduceBenchmark((record,), copy_bandwidth=1e10)
+
+
+WRONG_BENCHMARKS = [
+    pytest.param(
+        lambda: AllReduceChart(None),
+        TypeError,
+        "benchmark",
+        r"got NoneType: write AllReduceChart\(mk\.benchmark_all_reduce",
+        id="None",
+    ),
+    pytest.param(
+        lambda: AllReduceChart(mk.inspect(tf.constant(1.0))),
+        TypeError,
+        "benchmark",
+        r"got ReplicaTable: write AllReduceChart\(mk\.benchmark_all_reduce",
+        id="a ReplicaTable from mk.inspect",
+    ),
+    pytest.param(
+        lambda: AllReduceChart(mk.make_strategy()),
+        TypeError,
+        "benchmark",
+        r"got MirroredStrategy: write AllReduceChart\(mk\.benchmark_all_reduce",
+        id="the strategy",
+    ),
+    pytest.param(
+        lambda: AllReduceChart([1e-4, 2e-4]),
+        TypeError,
+        "benchmark",
+        r"AllReduceBenchmark.*got list: write",
+        id="a list of times",
+    ),
+    pytest.param(
+        lambda: AllReduceChart(json.loads(_one_record().to_json())),
+        TypeError,
+        "benchmark",
+        r"got dict \(JSON already parsed: pass the text or the file's path instead\)",
+        id="the JSON already parsed",
+    ),
+    pytest.param(
+        lambda: AllReduceChart(benchmark_all_reduce),
+        TypeError,
+        "benchmark",
+        r"the function benchmark_all_reduce itself \(call it and pass its result\)",
+        id="the function, not called",
+    ),
+    pytest.param(
+        lambda: AllReduceChart("collective"),
+        ValueError,
+        "benchmark 'collective'",
+        r"'collective' is an algorithm's name: benchmark it with "
+        r"mk\.benchmark_all_reduce\(\['collective'\]\)",
+        id="an algorithm's name",
+    ),
+    pytest.param(
+        lambda: AllReduceChart("results.json"),
+        ValueError,
+        "benchmark 'results.json'",
+        r"no such file\)\. Pass what AllReduceBenchmark\.to_json wrote",
+        id="a missing file",
+    ),
+    pytest.param(
+        lambda: AllReduceChart('{"format": "other"}'),
+        ValueError,
+        "benchmark",
+        r"not a mirrorkit all-reduce benchmark.*AllReduceBenchmark\.to_json",
+        id="other JSON",
+    ),
+    pytest.param(
+        lambda: AllReduceChart("{not json"),
+        ValueError,
+        "benchmark",
+        r"the text is not JSON.*pass the file AllReduceBenchmark\.to_json",
+        id="broken JSON",
+    ),
+    pytest.param(
+        lambda: AllReduceChart(AllReduceBenchmark((), {"nccl": "no GPU"})),
+        ValueError,
+        "benchmark",
+        r"no records.*nccl: no GPU.*run benchmark_all_reduce with an algorithm that runs here",
+        id="every algorithm skipped",
+    ),
+    pytest.param(
+        lambda: AllReduceChart(AllReduceBenchmark(())),
+        ValueError,
+        "benchmark",
+        r"holds no records.*run benchmark_all_reduce with an algorithm that runs here",
+        id="no records",
+    ),
+    pytest.param(
+        lambda: AllReduceChart(_one_record(), replicas=8),
+        traitlets.TraitError,
+        "replicas",
+        r"None \(every count\) or a measured replica count \(2\), got 8",
+        id="replicas not measured",
+    ),
+    pytest.param(
+        lambda: setattr(AllReduceChart(_one_record()), "replicas", 3),
+        traitlets.TraitError,
+        "replicas",
+        r"None \(every count\) or a measured replica count \(2\), got 3",
+        id="replicas set to a count not measured",
+    ),
+    pytest.param(
+        lambda: AllReduceChart(_one_record(), replicas="2"),
+        traitlets.TraitError,
+        "'replicas'",
+        r"expected an int",
+        id="replicas as a string",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mirrorwidgets.AllReduceChart")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_BENCHMARKS)
+def test_wrong_inputs_get_a_clear_message(refuses, call, error, argument, match):
+    refuses(call, error, argument, match)
 
 
 def test_records_that_cannot_be_drawn_on_a_log_axis():

@@ -146,6 +146,7 @@ def test_long_batches_are_abbreviated(strategy):
     assert "mw-more" not in view.children[1].value  # the widget redrew too
     with pytest.raises(traitlets.TraitError, match="max_ids must be >= 2"):
         view.max_ids = 1
+    assert view.max_ids == 40  # a refused value changes nothing
 
 
 def test_mimebundle_has_widget_view_and_static_snapshot(leftover):
@@ -156,18 +157,82 @@ def test_mimebundle_has_widget_view_and_static_snapshot(leftover):
     assert "<script" not in bundle["text/html"]
 
 
-def test_not_a_preview_is_a_type_error(strategy):
-    dataset = tf.data.Dataset.range(8).batch(4)
-    with pytest.raises(TypeError, match=r"got \w*Dataset.*pass mk\.preview_input\(strategy"):
-        BatchSplitView(dataset)
-    view = BatchSplitView(mk.preview_input(strategy, dataset))
+def _preview(strategy):
+    return mk.preview_input(strategy, tf.data.Dataset.range(8).batch(4))
+
+
+WRONG_PREVIEWS = [
+    pytest.param(
+        lambda s: BatchSplitView(tf.data.Dataset.range(8).batch(4)),
+        TypeError,
+        "preview",
+        r"got \w*Dataset: pass mk\.preview_input\(strategy, dataset\).*from_dataset",
+        id="the dataset itself",
+    ),
+    pytest.param(
+        lambda s: BatchSplitView(s),
+        TypeError,
+        "preview",
+        r"got MirroredStrategy: pass mk\.preview_input\(strategy, dataset\)",
+        id="the strategy",
+    ),
+    pytest.param(
+        lambda s: BatchSplitView(mk.preview_input),
+        TypeError,
+        "preview",
+        r"the function preview_input itself \(call it and pass its result\)",
+        id="preview_input, not called",
+    ),
+    pytest.param(
+        lambda s: BatchSplitView(_preview(s).ids_by_step()),
+        TypeError,
+        "preview",
+        r"got dict: pass mk\.preview_input\(strategy, dataset\)",
+        id="the ids by step",
+    ),
+    pytest.param(
+        lambda s: BatchSplitView(list(_preview(s).batches)),
+        TypeError,
+        "preview",
+        r"got list: pass mk\.preview_input\(strategy, dataset\)",
+        id="a list of batches",
+    ),
+    pytest.param(
+        lambda s: BatchSplitView(mk.preview_input(s, tf.data.Dataset.range(0).batch(16))),
+        ValueError,
+        "preview",
+        r"holds no batches.*Check that it is not empty",
+        id="an empty dataset",
+    ),
+    pytest.param(
+        lambda s: BatchSplitView(_preview(s), max_ids=1),
+        traitlets.TraitError,
+        "max_ids",
+        r">= 2 .*write e\.g\. max_ids=12",
+        id="max_ids below 2",
+    ),
+    pytest.param(
+        lambda s: BatchSplitView(_preview(s), max_ids="all"),
+        traitlets.TraitError,
+        "'max_ids'",
+        r"expected an int",
+        id="max_ids as a string",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mirrorwidgets.BatchSplitView")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_PREVIEWS)
+def test_wrong_inputs_get_a_clear_message(refuses, strategy, call, error, argument, match):
+    refuses(lambda: call(strategy), error, argument, match)
+
+
+def test_a_refused_update_keeps_what_is_shown(strategy):
+    view = BatchSplitView(_preview(strategy))
     with pytest.raises(TypeError, match="got dict"):
         view.update({0: [(0, 1)]})
     assert view.steps == (0, 1)  # unchanged
 
 
-def test_preview_without_batches_is_a_value_error(strategy):
-    nothing = mk.preview_input(strategy, tf.data.Dataset.range(0).batch(16))
-    assert nothing.batches == ()
-    with pytest.raises(ValueError, match="holds no batches.*not empty"):
-        BatchSplitView(nothing)
+def test_an_empty_preview_has_no_batches(strategy):
+    assert mk.preview_input(strategy, tf.data.Dataset.range(0).batch(16)).batches == ()

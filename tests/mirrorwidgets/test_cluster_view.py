@@ -275,26 +275,135 @@ def test_long_host_names_widen_every_node_but_ports_still_move_nothing():
     assert width(drawn(1)) > width(ClusterView(2).snapshot_html()) + 150
 
 
-def test_bad_arguments_and_events():
-    for bad in (0, -2, 2.0, "2", True):
-        with pytest.raises(ValueError, match="num_workers must be an int >= 1"):
-            ClusterView(bad)
-    with pytest.raises(ValueError, match="holds 1 address.*num_workers is 2"):
-        ClusterView(2, addresses=["localhost:2222"])
-    with pytest.raises(TypeError, match="sequence of 'host:port' strings"):
-        ClusterView(1, addresses="localhost:2222")
-    with pytest.raises(TypeError, match="sequence of 'host:port' strings"):
-        ClusterView(2, addresses=["localhost:2222", 2223])
+WRONG_CLUSTER = [
+    pytest.param(
+        lambda: ClusterView(0),
+        ValueError,
+        "num_workers",
+        r"int >= 1 .*got int 0: a cluster has at least one worker: write e\.g\. ClusterView\(2\)",
+        id="no workers",
+    ),
+    pytest.param(
+        lambda: ClusterView(-2),
+        ValueError,
+        "num_workers",
+        r"got int -2: a cluster has at least one worker",
+        id="a negative count",
+    ),
+    pytest.param(
+        lambda: ClusterView(2.0),
+        ValueError,
+        "num_workers",
+        r"got float 2\.0: write ClusterView\(2\)",
+        id="a float",
+    ),
+    pytest.param(
+        lambda: ClusterView("2"),
+        ValueError,
+        "num_workers",
+        r"got str '2': write ClusterView\(2\) without quotes",
+        id="a string",
+    ),
+    pytest.param(
+        lambda: ClusterView(True),
+        ValueError,
+        "num_workers",
+        r"got bool True: .*write e\.g\. ClusterView\(2\)",
+        id="a bool",
+    ),
+    pytest.param(
+        lambda: ClusterView(["localhost:2222", "localhost:2223"]),
+        ValueError,
+        "num_workers",
+        r"write ClusterView\(2, addresses=\[\.\.\.\]\) with this list",
+        id="the addresses in place of the count",
+    ),
+    pytest.param(
+        lambda: ClusterView(2, addresses=["localhost:2222"]),
+        ValueError,
+        "addresses",
+        r"holds 1 address.*num_workers is 2; give one per worker",
+        id="too few addresses",
+    ),
+    pytest.param(
+        lambda: ClusterView(1, addresses="localhost:2222"),
+        TypeError,
+        "addresses",
+        r"sequence of 'host:port' strings.*write addresses=\['localhost:2222'\]",
+        id="one address as a string",
+    ),
+    pytest.param(
+        lambda: ClusterView(2, addresses=[2222, 2223]),
+        TypeError,
+        "addresses",
+        r"write addresses=\['localhost:2222', 'localhost:2223'\]",
+        id="ports without hosts",
+    ),
+    pytest.param(
+        lambda: ClusterView(2, addresses=["localhost:2222", 2223]),
+        TypeError,
+        "addresses",
+        r"sequence of 'host:port' strings.*write addresses=\[",
+        id="a port among the addresses",
+    ),
+    pytest.param(
+        lambda: ClusterView(2).update(mk.WorkerEvent(2, "step", step=1)),
+        ValueError,
+        "worker 2",
+        r"this view has 2 workers \(0\.\.1\): make the view .*ClusterView\(cluster\.num_workers\)",
+        id="an event for a worker the view lacks",
+    ),
+    pytest.param(
+        lambda: ClusterView(2).update({"worker": 0, "kind": "ready"}),
+        TypeError,
+        "event",
+        r"got dict: rebuild a JSON dict with view\.update\(mirrorkit\.WorkerEvent\.from_json",
+        id="an event as a dict",
+    ),
+    pytest.param(
+        lambda: setattr(ClusterView(2), "budget", 0),
+        traitlets.TraitError,
+        "budget",
+        r"> 0 and <= 1, got 0\.0: write e\.g\. budget=0\.05",
+        id="budget 0",
+    ),
+    pytest.param(
+        lambda: ClusterView(2, budget=5),
+        traitlets.TraitError,
+        "budget",
+        r"for 5% write budget=0\.05",
+        id="budget in percent",
+    ),
+    pytest.param(
+        lambda: setattr(ClusterView(2), "max_points", 1),
+        traitlets.TraitError,
+        "max_points",
+        r">= 2 \(a line needs two points\)",
+        id="max_points 1",
+    ),
+    pytest.param(
+        lambda: ClusterView(2, min_interval="fast"),
+        traitlets.TraitError,
+        "'min_interval'",
+        r"expected a float",
+        id="min_interval as a word",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mirrorwidgets.ClusterView")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_CLUSTER)
+def test_wrong_inputs_get_a_clear_message(refuses, call, error, argument, match):
+    refuses(call, error, argument, match)
+
+
+def test_a_refused_event_changes_nothing():
     view = ClusterView(2)
-    with pytest.raises(ValueError, match=r"worker 2.*has 2 workers \(0\.\.1\)"):
+    with pytest.raises(ValueError, match="worker 2"):
         view.update(mk.WorkerEvent(2, "step", step=1))
     with pytest.raises(TypeError, match="WorkerEvent.from_json"):
         view.update({"worker": 0, "kind": "ready"})
     assert view.num_events == 0 and view.states == ("starting", "starting")
-    with pytest.raises(traitlets.TraitError, match="budget must be > 0"):
-        view.budget = 0
-    with pytest.raises(traitlets.TraitError, match="max_points must be >= 2"):
-        view.max_points = 1
 
 
 def test_throttled_updates_never_lose_the_final_state():

@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+import traitlets
 
 from mirrorkit.report import style
 from mirrorwidgets import LiveTrainingCallback, LiveTrainingHook, LiveTrainingView
@@ -133,8 +134,6 @@ def test_hook_throttles_and_reads_only_when_due(strategy):
     assert hook.steps == 2 and hook.updates == 1 and hook.view.step == 1
     hook.finish()
     assert hook.view._plot.value.count('class="mw-series"') == 4  # a line per replica
-    with pytest.raises(ValueError, match="budget"):
-        LiveTrainingHook(budget=0)
 
 
 def test_hook_in_a_custom_loop_shows_real_per_replica_loss(strategy):
@@ -186,11 +185,218 @@ def test_callback_streams_per_replica_loss_during_fit(strategy, seeded):
     assert re.search(r"<title>replica 3: [^<]* at step 8</title>", html)  # up to the last step
 
 
-def test_callback_rejects_bad_probe(strategy):
-    with pytest.raises(TypeError, match=r"\(x, y\) pair"):
-        LiveTrainingCallback(np.ones((4, 4)))
-    model = _model(strategy)
+def _probe(n=8):
+    x, y = _data(n)
+    return x, y
+
+
+def _fit_with(strategy, live):
     x, y = _data(8)
-    live = LiveTrainingCallback((x[:2], y[:2]))
-    with pytest.raises(ValueError, match="at least one example per replica"):
-        model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[live])
+    _model(strategy).fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[live])
+
+
+WRONG_CALLBACK = [
+    pytest.param(
+        lambda s: LiveTrainingCallback(np.ones((4, 4))),
+        TypeError,
+        "probe",
+        r"got one array of shape \(4, 4\) \(the inputs alone\): write e\.g\. probe=\(x_train",
+        id="the inputs without labels",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingCallback(_model(s)),
+        TypeError,
+        "probe",
+        r"got a Keras model .*write e\.g\. probe=\(x_train\[:64\], y_train\[:64\]\)",
+        id="the model",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingCallback(tf.data.Dataset.from_tensor_slices(_probe()).batch(8)),
+        TypeError,
+        "probe",
+        r"got a tf\.data\.Dataset \(take one batch of it: probe=next\(iter\(dataset\)\)\)",
+        id="a dataset",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingCallback((*_probe(), np.ones(8))),
+        TypeError,
+        "probe",
+        r"got a tuple of 3: write e\.g\. probe=",
+        id="x, y and sample weights",
+    ),
+    pytest.param(
+        lambda s: _fit_with(s, LiveTrainingCallback(_probe(2))),
+        ValueError,
+        "probe",
+        r"2 example\(s\) but there are 4 replicas; .*probe=\(x\[:4\], y\[:4\]\)",
+        id="fewer examples than replicas",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingCallback(_probe(), s),
+        TypeError,
+        "view",
+        r"got MirroredStrategy: the strategy is not needed here",
+        id="the strategy as the view",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingCallback(_probe(), budget=5),
+        ValueError,
+        "budget",
+        r"> 0 and <= 1, got 5: for 5% write budget=0\.05",
+        id="budget in percent",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingCallback(_probe(), min_interval="0.1"),
+        TypeError,
+        "min_interval",
+        r"must be a number, got str '0\.1': write e\.g\. min_interval=",
+        id="min_interval as a string",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mirrorwidgets.LiveTrainingCallback")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_CALLBACK)
+def test_wrong_callback_inputs_get_a_clear_message(refuses, strategy, call, error, argument, match):
+    refuses(lambda: call(strategy), error, argument, match)
+
+
+WRONG_HOOK = [
+    pytest.param(
+        lambda s: LiveTrainingHook(s),
+        TypeError,
+        "view",
+        r"got MirroredStrategy: the strategy is not needed here .*LiveTrainingHook\(\.\.\.\)",
+        id="the strategy as the view",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingHook(LiveTrainingView),
+        TypeError,
+        "view",
+        r"got the class LiveTrainingView: make one, LiveTrainingHook\(view=LiveTrainingView\(\)\)",
+        id="the view class, not a view",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingHook(min_interval=-1),
+        ValueError,
+        "min_interval",
+        r">= 0 seconds, got -1: write e\.g\. min_interval=0\.08",
+        id="a negative min_interval",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingHook(budget=0),
+        ValueError,
+        "budget",
+        r"> 0 and <= 1, got 0: write e\.g\. budget=0\.05",
+        id="budget 0",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingHook(budget="5%"),
+        TypeError,
+        "budget",
+        r"must be a number, got str '5%': write e\.g\. budget=0\.05",
+        id="budget as a string",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingHook().step([0.5, 0.4]),
+        TypeError,
+        "loss",
+        r"got list: wrap plain numbers with tf\.constant\(\.\.\.\), or pass what strategy\.run",
+        id="the losses as a list of numbers",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingHook().step(s.run(lambda: tf.constant(1.0)), step="one"),
+        TypeError,
+        "step",
+        r"whole number \(the training step\), got str 'one': .*or leave step out",
+        id="the step as a word",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mirrorwidgets.LiveTrainingHook")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_HOOK)
+def test_wrong_hook_inputs_get_a_clear_message(refuses, strategy, call, error, argument, match):
+    refuses(lambda: call(strategy), error, argument, match)
+
+
+WRONG_VIEW = [
+    pytest.param(
+        lambda s: LiveTrainingView(title=3),
+        traitlets.TraitError,
+        "'title'",
+        r"expected a unicode string",
+        id="a number as the title",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingView(plot_interval=-1),
+        traitlets.TraitError,
+        "plot_interval",
+        r">= 0 seconds, got -1",
+        id="a negative plot_interval",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingView(plot_interval="2s"),
+        traitlets.TraitError,
+        "'plot_interval'",
+        r"expected a float",
+        id="plot_interval with a unit",
+    ),
+    pytest.param(
+        lambda s: setattr(LiveTrainingView(), "max_points", 1),
+        traitlets.TraitError,
+        "max_points",
+        r">= 2 \(a line needs two points\), got 1",
+        id="max_points 1",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingView().record(1, [0.5, 0.4]),
+        TypeError,
+        "loss",
+        r"got list: wrap plain numbers .*Return each replica's value from the function",
+        id="the losses as a list of numbers",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingView().record(1, s.run(lambda: tf.constant(1.0)), grad_norm=0.1),
+        TypeError,
+        "grad_norm",
+        r"got float: wrap plain numbers with tf\.constant",
+        id="a plain number as grad_norm",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingView().record(1, None),
+        TypeError,
+        "loss",
+        r"got NoneType: did the function given to strategy\.run return its value\?",
+        id="a step function that returns nothing",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingView().record(1, s.run(lambda: tf.ones([8]))),
+        ValueError,
+        "loss",
+        r"one number per replica, got shape \(8,\) on replica 0: .*tf\.reduce_mean",
+        id="per-example losses",
+    ),
+    pytest.param(
+        lambda s: LiveTrainingView().record("one", tf.constant(0.5)),
+        TypeError,
+        "step",
+        r"got str 'one': write view\.record\(step, loss\) with the step as an int",
+        id="the step as a word",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mirrorwidgets.LiveTrainingView")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_VIEW)
+def test_wrong_view_inputs_get_a_clear_message(refuses, strategy, call, error, argument, match):
+    refuses(lambda: call(strategy), error, argument, match)
+
+
+def test_a_refused_record_keeps_what_is_shown(strategy):
+    view = LiveTrainingView()
+    view.record(1, strategy.run(lambda: tf.constant(0.5)))
+    with pytest.raises(ValueError, match="one number per replica"):
+        view.record(2, strategy.run(lambda: tf.ones([8])))
+    assert view.step == 1 and view.history["step"] == [1]
+    assert "0.5" in view.snapshot_html()

@@ -222,30 +222,156 @@ def test_many_steps_are_thinned_but_overflows_kept():
         view.max_points = 1
 
 
-@pytest.mark.parametrize(
-    ("records", "error", "match"),
-    [
-        ([], ValueError, "got no records"),
-        ("records.csv", TypeError, "sequence of records.*got str"),
-        (42, TypeError, "sequence of records.*got int"),
-        ({"step": 0, "loss_scale": 1.0, "overflow": False}, TypeError, "single dict.*append"),
-        ([{"step": 0, "loss_scale": 1.0}], ValueError, r"record 0 \(step 0\) has no 'overflow'"),
-        ([Record(0, 1.0, False), {"step": 1, "overflow": True}], ValueError, "has no 'loss_scale'"),
-        ([0.5], TypeError, "record 0 is float 0.5, not a record"),
-        ([{"step": 0, "loss_scale": 0.0, "overflow": False}], ValueError, "positive finite.*0.0"),
-        ([{"step": 0, "loss_scale": -8, "overflow": False}], ValueError, "positive finite"),
-        ([{"step": 0, "loss_scale": float("nan"), "overflow": 0}], ValueError, "positive finite"),
-        ([{"step": 0, "loss_scale": "big", "overflow": False}], TypeError, "must be a number"),
-        ([{"step": 0, "loss_scale": 2.0, "overflow": "no"}], TypeError, "overflow must be a num"),
-        ([{"step": 0, "loss_scale": 2.0, "overflow": 3}], TypeError, "True or False, got 3"),
-        ([{"step": 0.5, "loss_scale": 2.0, "overflow": False}], TypeError, "integer, got 0.5"),
-        ([{"step": [0, 1], "loss_scale": 2.0, "overflow": False}], ValueError, "single number"),
-        ([Record(1, 2.0, False), Record(1, 2.0, False)], ValueError, "steps must increase"),
-    ],
-)
-def test_bad_records_are_refused(records, error, match):
-    with pytest.raises(error, match=match):
-        LossScaleView(records)
+def _scale(**fields):
+    return [{"step": 0, "loss_scale": 2.0, "overflow": False, **fields}]
+
+
+NEEDS = r"Each record needs `step`, `loss_scale` and `overflow`"
+
+WRONG_RECORDS = [
+    pytest.param(
+        lambda: LossScaleView([]),
+        ValueError,
+        "records",
+        r"is empty.*pass at least one step",
+        id="empty",
+    ),
+    pytest.param(
+        lambda: LossScaleView("records.csv"),
+        TypeError,
+        "records",
+        rf"sequence of records .*got str\. {NEEDS}",
+        id="a file name",
+    ),
+    pytest.param(
+        lambda: LossScaleView(42), TypeError, "records", rf"got int\. {NEEDS}", id="a number"
+    ),
+    pytest.param(
+        lambda: LossScaleView([32768.0, 16384.0]),
+        TypeError,
+        "records[0]",
+        rf"is float 32768\.0, not a record\. {NEEDS}",
+        id="the loss scales alone",
+    ),
+    pytest.param(
+        lambda: LossScaleView(keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD())),
+        TypeError,
+        "records",
+        r"got LossScaleOptimizer\. Each record needs",
+        id="the optimizer",
+    ),
+    pytest.param(
+        lambda: LossScaleView(_scale()[0]),
+        TypeError,
+        "records",
+        r"single dict: wrap it in a list, LossScaleView\(\[record\]\), or add it with append",
+        id="one record, not in a list",
+    ),
+    pytest.param(
+        lambda: LossScaleView([{"step": 0, "loss_scale": 1.0}]),
+        ValueError,
+        "records[0] (step 0) has no 'overflow'",
+        NEEDS,
+        id="no overflow",
+    ),
+    pytest.param(
+        lambda: LossScaleView([Record(0, 1.0, False), {"step": 1, "overflow": True}]),
+        ValueError,
+        "records[1] (step 1) has no 'loss_scale'",
+        NEEDS,
+        id="no loss scale in the second record",
+    ),
+    pytest.param(
+        lambda: LossScaleView([0.5]),
+        TypeError,
+        "records[0]",
+        rf"is float 0\.5, not a record\. {NEEDS}",
+        id="a list of a number",
+    ),
+    pytest.param(
+        lambda: LossScaleView(_scale(loss_scale=0.0)),
+        ValueError,
+        "loss_scale",
+        r"positive finite number \(dynamic loss scales are powers of 2, such as 32768\), got 0\.0",
+        id="scale 0",
+    ),
+    pytest.param(
+        lambda: LossScaleView(_scale(loss_scale=-8)),
+        ValueError,
+        "loss_scale",
+        r"positive finite number .*such as 32768",
+        id="a negative scale",
+    ),
+    pytest.param(
+        lambda: LossScaleView(_scale(loss_scale=float("nan"), overflow=0)),
+        ValueError,
+        "loss_scale",
+        r"positive finite number .*such as 32768",
+        id="a NaN scale",
+    ),
+    pytest.param(
+        lambda: LossScaleView(_scale(loss_scale="big")),
+        TypeError,
+        "loss_scale",
+        r"must be a positive number such as 32768\.0, got str 'big'",
+        id="a word as the scale",
+    ),
+    pytest.param(
+        lambda: LossScaleView(_scale(overflow="no")),
+        TypeError,
+        "overflow",
+        r"must be True or False, got str 'no'",
+        id="overflow as a word",
+    ),
+    pytest.param(
+        lambda: LossScaleView(_scale(overflow=3)),
+        TypeError,
+        "overflow",
+        r"must be True or False, got 3",
+        id="overflow as a count",
+    ),
+    pytest.param(
+        lambda: LossScaleView(_scale(step=0.5)),
+        TypeError,
+        "step",
+        r"must be a whole number \(the training step\), got 0\.5",
+        id="a fractional step",
+    ),
+    pytest.param(
+        lambda: LossScaleView(_scale(step=[0, 1])),
+        ValueError,
+        "step",
+        r"must be a single number, got shape \(2,\)",
+        id="several steps in one record",
+    ),
+    pytest.param(
+        lambda: LossScaleView([Record(1, 2.0, False), Record(1, 2.0, False)]),
+        ValueError,
+        "records",
+        r"steps must increase.*pass the records in training order",
+        id="a step twice",
+    ),
+    pytest.param(
+        lambda: LossScaleView().append(1024.0),
+        TypeError,
+        "record",
+        rf"record is float 1024\.0, not a record\. {NEEDS}",
+        id="append a number",
+    ),
+    pytest.param(
+        lambda: LossScaleView(max_points=1),
+        traitlets.TraitError,
+        "max_points",
+        r">= 2 \(a line needs two points\), got 1",
+        id="max_points 1",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mirrorwidgets.LossScaleView")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_RECORDS)
+def test_wrong_inputs_get_a_clear_message(refuses, call, error, argument, match):
+    refuses(call, error, argument, match)
 
 
 def test_tensor_fields_are_read():

@@ -140,31 +140,124 @@ def test_mimebundle_has_widget_view_and_static_snapshot(strategy):
     assert "<script" not in bundle["text/html"]
 
 
-def test_plain_python_value_is_a_type_error():
-    with pytest.raises(TypeError, match="ReplicaGrid cannot show list.*strategy.run"):
-        ReplicaGrid([1.0, 2.0])
+TF_VALUES = r"Pass what tf\.distribute hands you: the PerReplica result of strategy\.run"
 
 
-def test_empty_per_replica_is_a_value_error():
-    with pytest.raises(ValueError, match="holds no replica values.*strategy.run"):
-        ReplicaGrid(tf_values.PerReplica(()))
-    with pytest.raises(ValueError, match="empty list"):
-        ReplicaGrid([])
+def _vector(strategy):
+    return strategy.run(lambda: tf.constant([1.0, 2.0]))
 
 
-def test_mismatched_shapes_in_a_pair_are_a_value_error(strategy):
-    before, _ = _per_replica_and_sum(strategy)
-    wrong = strategy.run(lambda: tf.zeros([3]))
-    with pytest.raises(ValueError, match=r"shape \(3,\).*before has \(2,\)"):
-        ReplicaGrid(before, wrong)
+WRONG_VALUES = [
+    pytest.param(
+        lambda s: ReplicaGrid([1.0, 2.0]),
+        TypeError,
+        "value",
+        rf"got list holding float at \[0\]: wrap plain numbers with tf\.constant.*{TF_VALUES}",
+        id="a list of numbers",
+    ),
+    pytest.param(
+        lambda s: ReplicaGrid(np.ones(3)),
+        TypeError,
+        "value",
+        r"got ndarray: wrap plain numbers with tf\.constant",
+        id="a NumPy array",
+    ),
+    pytest.param(
+        lambda s: ReplicaGrid(s),
+        TypeError,
+        "value",
+        r"got MirroredStrategy: that is the strategy itself: .*ReplicaGrid\(strategy\.run\(fn\)\)",
+        id="the strategy",
+    ),
+    pytest.param(
+        lambda s: ReplicaGrid(lambda: tf.constant(1.0)),
+        TypeError,
+        "value",
+        r"got function: a function must run first: .*ReplicaGrid\(strategy\.run\(fn\)\)",
+        id="the step function, not run",
+    ),
+    pytest.param(
+        lambda s: ReplicaGrid(tf.data.Dataset.range(8).batch(4)),
+        TypeError,
+        "value",
+        r"a dataset holds no replica values yet: .*experimental_distribute_dataset",
+        id="a dataset",
+    ),
+    pytest.param(
+        lambda s: ReplicaGrid(s.run(lambda: None)),
+        TypeError,
+        "value",
+        r"got NoneType: did the function given to strategy\.run return its value\?",
+        id="a step function that returns nothing",
+    ),
+    pytest.param(
+        lambda s: ReplicaGrid(tf_values.PerReplica(())),
+        ValueError,
+        "value",
+        r"holds no replica values.*Make it with strategy\.run",
+        id="an empty PerReplica",
+    ),
+    pytest.param(
+        lambda s: ReplicaGrid([]),
+        ValueError,
+        "value",
+        r"empty list; pass at least one distributed value",
+        id="an empty list",
+    ),
+    pytest.param(
+        lambda s: ReplicaGrid(keras.Sequential([keras.layers.Dense(1)])),
+        ValueError,
+        "value",
+        r"has no weights yet: build it first \(give it a keras\.Input",
+        id="a model not built",
+    ),
+    pytest.param(
+        lambda s: ReplicaGrid(_vector(s), s.run(lambda: tf.zeros([3]))),
+        ValueError,
+        "after",
+        r"shape \(3,\) on replica 0 but before has \(2,\); .*pass the reduced result",
+        id="after of another shape",
+    ),
+    pytest.param(
+        lambda s: ReplicaGrid(_vector(s), [4.0, 8.0]),
+        TypeError,
+        "after",
+        r"got list holding float at \[0\]: wrap plain numbers",
+        id="after as a list of numbers",
+    ),
+    pytest.param(
+        lambda s: ReplicaGrid(_vector(s), large_view="bars"),
+        traitlets.TraitError,
+        "'large_view'",
+        r"expected any of \['heat', 'histogram'\]",
+        id="an unknown large_view",
+    ),
+    pytest.param(
+        lambda s: setattr(ReplicaGrid(_vector(s)), "small", 0),
+        traitlets.TraitError,
+        "small",
+        r">= 1, got 0: write e\.g\. small=8",
+        id="small 0",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mirrorwidgets.ReplicaGrid")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_VALUES)
+def test_wrong_inputs_get_a_clear_message(refuses, strategy, call, error, argument, match):
+    refuses(lambda: call(strategy), error, argument, match)
+
+
+def test_replicas_of_different_shapes_cannot_be_a_pair(strategy):
     ragged = strategy.run(lambda: tf.zeros(tf.stack([_replica_id() + 1])))
     with pytest.raises(ValueError, match="different shapes.*same shape"):
         ReplicaGrid(ragged, ragged)
 
 
-def test_bad_trait_values_are_refused(strategy):
+def test_bad_trait_values_change_nothing(strategy):
     grid = ReplicaGrid(strategy.run(lambda: tf.constant(1.0)))
     with pytest.raises(traitlets.TraitError):
         grid.small = 0
     with pytest.raises(traitlets.TraitError):
         grid.large_view = "pie"
+    assert grid.small == 8 and grid.large_view == "heat"

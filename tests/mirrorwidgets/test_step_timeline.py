@@ -166,43 +166,166 @@ def test_long_runs_are_drawn_as_means_of_consecutive_steps():
         timeline.max_points = 0
 
 
-@pytest.mark.parametrize(
-    ("steps", "error", "match"),
-    [
-        ([], ValueError, "got no steps"),
-        (Trace(()), ValueError, "got no steps"),
-        (42, TypeError, "StepTrace.*got int"),
-        ("trace.json", TypeError, "got str"),
-        (STEPS[0], TypeError, "single StepPhases.*append"),
-        ([0.5], TypeError, "step record 0 is float 0.5, not a step"),
-        ([{"step": 0, "input_wait_s": 0.0, "step_s": 0.1}], ValueError, "has no 'all_reduce_s'"),
-        (
-            [_phases(0, -0.001, 0.01, 0.0)],
-            ValueError,
-            r"\(step 0\): input_wait_s must be a time >= 0",
-        ),
-        ([_phases(0, 0.0, -0.01, 0.0)], ValueError, "must be a time >= 0"),
-        ([StepPhases(0, 0.0, 0.01, float("nan"), 0.01)], ValueError, "all_reduce_s must be a time"),
-        ([StepPhases(0, 0.0, 0.01, 0.002, 0.002)], ValueError, "compute_s \\+ all_reduce_s"),
-        ([StepPhases(0.5, 0.0, 0.01, 0.0, 0.01)], TypeError, "integer, got 0.5"),
-        (
-            [{"step": 0, "input_wait_s": "x", "step_s": 1, "all_reduce_s": 0, "compute_s": 1}],
-            TypeError,
-            "must be a number",
-        ),
-        ([STEPS[2], STEPS[1]], ValueError, "steps must increase"),
-    ],
-)
-def test_bad_steps_are_refused(steps, error, match):
-    with pytest.raises(error, match=match):
-        StepTimeline(steps)
+NEEDS = r"Each step needs `step`, `input_wait_s`, `step_s`, `all_reduce_s` and `compute_s`"
+TIME = r"must be a time >= 0 seconds"
 
 
-def test_bad_throttle_settings():
-    with pytest.raises(traitlets.TraitError, match="budget must be > 0"):
-        StepTimeline(budget=0.0)
-    with pytest.raises(traitlets.TraitError, match="min_interval must be >= 0"):
-        StepTimeline(min_interval=-1.0)
+def _tracer(strategy):
+    from mirrorkit.measure.tracing import StepTracer
+
+    return StepTracer(strategy)
+
+
+WRONG_STEPS = [
+    pytest.param(
+        lambda s: StepTimeline([]),
+        ValueError,
+        "steps",
+        r"empty.*trace at least one step",
+        id="empty",
+    ),
+    pytest.param(
+        lambda s: StepTimeline(Trace(())),
+        ValueError,
+        "steps",
+        r"empty.*trace at least one step",
+        id="a trace of no steps",
+    ),
+    pytest.param(
+        lambda s: StepTimeline(_tracer(s)),
+        TypeError,
+        "steps",
+        r"got the StepTracer that measures it: .*StepTimeline\(tracer\.result\(\)\)",
+        id="the tracer, not its result",
+    ),
+    pytest.param(
+        lambda s: StepTimeline(42),
+        TypeError,
+        "steps",
+        rf"StepTrace .*got int\. {NEEDS}",
+        id="a number",
+    ),
+    pytest.param(
+        lambda s: StepTimeline("trace.json"),
+        TypeError,
+        "steps",
+        rf"got str\. {NEEDS}",
+        id="a file name",
+    ),
+    pytest.param(
+        lambda s: StepTimeline(STEPS[0]),
+        TypeError,
+        "steps",
+        r"single StepPhases: wrap it in a list, StepTimeline\(\[step\]\), or add it with append",
+        id="one step, not in a list",
+    ),
+    pytest.param(
+        lambda s: StepTimeline([0.5, 0.25]),
+        TypeError,
+        "steps[0]",
+        rf"is float 0\.5, not a step\. {NEEDS}",
+        id="the step times alone",
+    ),
+    pytest.param(
+        lambda s: StepTimeline([{"step": 0, "input_wait_s": 0.0, "step_s": 0.1}]),
+        ValueError,
+        "steps[0] (step 0) has no 'all_reduce_s'",
+        NEEDS,
+        id="a missing phase",
+    ),
+    pytest.param(
+        lambda s: StepTimeline([_phases(0, -0.001, 0.01, 0.0)]),
+        ValueError,
+        "input_wait_s",
+        rf"\(step 0\): input_wait_s {TIME}, got -0\.001",
+        id="a negative wait",
+    ),
+    pytest.param(
+        lambda s: StepTimeline([_phases(0, 0.0, -0.01, 0.0)]),
+        ValueError,
+        "step_s",
+        TIME,
+        id="a negative step",
+    ),
+    pytest.param(
+        lambda s: StepTimeline([StepPhases(0, 0.0, 0.01, float("nan"), 0.01)]),
+        ValueError,
+        "all_reduce_s",
+        TIME,
+        id="a NaN all-reduce time",
+    ),
+    pytest.param(
+        lambda s: StepTimeline([StepPhases(0, 0.0, 0.01, 0.002, 0.002)]),
+        ValueError,
+        "compute_s + all_reduce_s",
+        r"the phases of a step must add up to it",
+        id="phases that do not add up",
+    ),
+    pytest.param(
+        lambda s: StepTimeline([StepPhases(0.5, 0.0, 0.01, 0.0, 0.01)]),
+        TypeError,
+        "step",
+        r"whole number \(the training step\), got 0\.5",
+        id="a fractional step",
+    ),
+    pytest.param(
+        lambda s: StepTimeline(
+            [{"step": 0, "input_wait_s": "x", "step_s": 1, "all_reduce_s": 0, "compute_s": 1}]
+        ),
+        TypeError,
+        "input_wait_s",
+        r"must be a time in seconds such as 0\.01, got str 'x'",
+        id="a word as a time",
+    ),
+    pytest.param(
+        lambda s: StepTimeline([STEPS[2], STEPS[1]]),
+        ValueError,
+        "steps",
+        r"steps must increase.*pass the steps in training order",
+        id="steps out of order",
+    ),
+    pytest.param(
+        lambda s: StepTimeline().append(0.01),
+        TypeError,
+        "phases",
+        rf"phases is float 0\.01, not a step\. {NEEDS}",
+        id="append a time",
+    ),
+    pytest.param(
+        lambda s: StepTimeline(STEPS, y_max=0),
+        traitlets.TraitError,
+        "y_max",
+        r"None or > 0 seconds, got 0\.0",
+        id="y_max 0",
+    ),
+    pytest.param(
+        lambda s: StepTimeline(budget=0.0),
+        traitlets.TraitError,
+        "budget",
+        r"> 0 and <= 1, got 0\.0: write e\.g\. budget=0\.05",
+        id="budget 0",
+    ),
+    pytest.param(
+        lambda s: StepTimeline(budget=5),
+        traitlets.TraitError,
+        "budget",
+        r"for 5% write budget=0\.05",
+        id="budget in percent",
+    ),
+    pytest.param(
+        lambda s: StepTimeline(min_interval=-1.0),
+        traitlets.TraitError,
+        "min_interval",
+        r">= 0 seconds, got -1\.0",
+        id="a negative min_interval",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mirrorwidgets.StepTimeline")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_STEPS)
+def test_wrong_inputs_get_a_clear_message(refuses, strategy, call, error, argument, match):
+    refuses(lambda: call(strategy), error, argument, match)
 
 
 def test_fed_live_by_a_real_step_tracer(strategy):

@@ -4,6 +4,8 @@ import re
 
 import keras
 import pytest
+import tensorflow as tf
+import traitlets
 
 import mirrorkit as mk
 from mirrorwidgets import TopologyDiagram, TopologyView, hierarchical_groups
@@ -64,6 +66,10 @@ def test_variables_are_shown_on_every_device(strategy):
     diagram = TopologyDiagram(strategy, variables=model)
     assert len(diagram.variables) == 2
     assert diagram.source().count("variables: 2 mirrored copies") == 4
+    view = diagram.widget()
+    view.all_reduce = "one_device"  # a new diagram, the same variables
+    assert view.diagram.variables == diagram.variables
+    assert TopologyDiagram(strategy, variables=model.weights).variables == diagram.variables
 
 
 def test_repr_html_and_svg(strategy):
@@ -90,11 +96,181 @@ def test_widget_form_switches_algorithm_and_snapshots(strategy):
     assert bundle["text/html"] == view.snapshot_html()
 
 
-def test_bad_inputs(strategy):
-    with pytest.raises(TypeError, match="needs a tf.distribute.Strategy.*make_strategy"):
-        TopologyDiagram("collective")
-    with pytest.raises(ValueError, match="unknown all_reduce 'ring'"):
-        TopologyDiagram(strategy, all_reduce="ring")
+def _model(strategy):
+    with strategy.scope():
+        return keras.Sequential([keras.Input((2,)), keras.layers.Dense(3)])
+
+
+KNOWN = r"choose one of 'collective', 'one_device', 'hierarchical_copy', 'nccl'"
+
+WRONG_DIAGRAM = [
+    pytest.param(
+        lambda s: TopologyDiagram("collective"),
+        TypeError,
+        "strategy",
+        r"got str: write strategy=mirrorkit\.make_strategy\('collective'\)",
+        id="an algorithm's name as the strategy",
+    ),
+    pytest.param(
+        lambda s: TopologyDiagram(mk.make_strategy),
+        TypeError,
+        "strategy",
+        r"got the function make_strategy: call it: strategy=mirrorkit\.make_strategy\(\)",
+        id="make_strategy, not called",
+    ),
+    pytest.param(
+        lambda s: TopologyDiagram(_model(s)),
+        TypeError,
+        "strategy",
+        r"got Sequential: make one with strategy = mirrorkit\.make_strategy\(\)",
+        id="the model",
+    ),
+    pytest.param(
+        lambda s: TopologyDiagram(s, all_reduce="ring"),
+        ValueError,
+        "all_reduce",
+        rf"unknown all_reduce 'ring'; {KNOWN}",
+        id="an unknown algorithm",
+    ),
+    pytest.param(
+        lambda s: TopologyDiagram(s, all_reduce="NCCL"),
+        ValueError,
+        "all_reduce",
+        r"names are lower case: 'nccl'",
+        id="an algorithm in capitals",
+    ),
+    pytest.param(
+        lambda s: TopologyDiagram(s, all_reduce=tf.distribute.HierarchicalCopyAllReduce()),
+        TypeError,
+        "all_reduce",
+        r"got a HierarchicalCopyAllReduce object: write all_reduce='hierarchical_copy'",
+        id="a CrossDeviceOps object",
+    ),
+    pytest.param(
+        lambda s: TopologyDiagram(s, variables=_model(s).weights[0]),
+        TypeError,
+        "variables",
+        r"got a single Variable .*wrap it in a list, variables=\[v\]",
+        id="one variable",
+    ),
+    pytest.param(
+        lambda s: TopologyDiagram(s, variables="dense/kernel"),
+        TypeError,
+        "variables",
+        r"got str: write variables=model or variables=model\.weights",
+        id="a variable's name",
+    ),
+    pytest.param(
+        lambda s: TopologyDiagram(s, variables=["dense/kernel", "dense/bias"]),
+        TypeError,
+        "variables[0]",
+        r"not a variable: pass the variables themselves \(e\.g\. variables=model\.weights\)",
+        id="a list of names",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mirrorwidgets.TopologyDiagram")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_DIAGRAM)
+def test_wrong_diagram_inputs_get_a_clear_message(refuses, strategy, call, error, argument, match):
+    refuses(lambda: call(strategy), error, argument, match)
+
+
+WRONG_VIEW = [
+    pytest.param(
+        lambda s: TopologyView("mirrored"),
+        TypeError,
+        "strategy",
+        r"got str: make one with strategy = mirrorkit\.make_strategy\(\)",
+        id="a word as the strategy",
+    ),
+    pytest.param(
+        lambda s: TopologyView(s, all_reduce="ring"),
+        ValueError,
+        "all_reduce",
+        KNOWN,
+        id="an unknown algorithm",
+    ),
+    pytest.param(
+        lambda s: setattr(TopologyView(s), "all_reduce", "ring"),
+        traitlets.TraitError,
+        "'all_reduce'",
+        r"expected any of \['collective', 'one_device', 'hierarchical_copy', 'nccl'\]",
+        id="an unknown algorithm set afterwards",
+    ),
+    pytest.param(
+        lambda s: TopologyView(s, all_reduce=tf.distribute.ReductionToOneDevice()),
+        TypeError,
+        "all_reduce",
+        r"write all_reduce='one_device'",
+        id="a CrossDeviceOps object",
+    ),
+    pytest.param(
+        lambda s: TopologyView(s, variables=3),
+        TypeError,
+        "variables",
+        r"got int: write variables=model or variables=model\.weights",
+        id="a count of variables",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mirrorwidgets.TopologyView")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_VIEW)
+def test_wrong_view_inputs_get_a_clear_message(refuses, strategy, call, error, argument, match):
+    refuses(lambda: call(strategy), error, argument, match)
+
+
+WRONG_COUNTS = [
+    pytest.param(
+        lambda s: hierarchical_groups(0),
+        ValueError,
+        "n must be",
+        r">= 1, got 0: write e\.g\. hierarchical_groups\(strategy\.num_replicas_in_sync\)",
+        id="no replicas",
+    ),
+    pytest.param(
+        lambda s: hierarchical_groups(-2),
+        ValueError,
+        "n must be",
+        r">= 1, got -2",
+        id="a negative count",
+    ),
+    pytest.param(
+        lambda s: hierarchical_groups("4"),
+        TypeError,
+        "n must be",
+        r"got str '4': write n=4 without quotes",
+        id="a string",
+    ),
+    pytest.param(
+        lambda s: hierarchical_groups(4.0),
+        TypeError,
+        "n must be",
+        r"got float 4\.0: write n=4",
+        id="a float",
+    ),
+    pytest.param(
+        lambda s: hierarchical_groups(s),
+        TypeError,
+        "n must be",
+        r"got MirroredStrategy: pass its replica count, n=strategy\.num_replicas_in_sync",
+        id="the strategy",
+    ),
+    pytest.param(
+        lambda s: hierarchical_groups(list(mk.replica_devices(s))),
+        TypeError,
+        "n must be",
+        r"got list: pass how many there are, n=len\(\.\.\.\) \(here 4\)",
+        id="the devices",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mirrorwidgets.hierarchical_groups")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_COUNTS)
+def test_wrong_replica_counts_get_a_clear_message(refuses, strategy, call, error, argument, match):
+    refuses(lambda: call(strategy), error, argument, match)
 
 
 def test_text_repr_describes_the_diagram(strategy):

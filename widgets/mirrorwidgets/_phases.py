@@ -18,16 +18,16 @@ _HINT = (
 )
 
 
-def read_phases(record, index: int) -> Phases:
-    """Check one step's phases: times finite and >= 0, compute + all-reduce == step."""
-    where = f"step record {index}"
+def read_phases(record, where: str) -> Phases:
+    """Check one step (``where`` names it): times finite and >= 0, compute + all-reduce == step."""
     if not is_record(record, FIELDS):
         raise TypeError(f"{where} is {type(record).__name__} {record!r}, not a step. {_HINT}")
     step = read_step(record, where, _HINT)
     where = f"{where} (step {step})"
     times = {}
     for name in TIMES:
-        value = float(scalar(field(record, name, where, _HINT), name, where))
+        value = field(record, name, where, _HINT)
+        value = float(scalar(value, name, where, "a time in seconds such as 0.01"))
         if not (math.isfinite(value) and value >= 0):
             raise ValueError(f"{where}: {name} must be a time >= 0 seconds, got {value!r}.")
         times[name] = value
@@ -44,20 +44,26 @@ def read_steps(source, what: str) -> tuple[Phases, ...]:
     """Steps from a sequence of them, or from an object exposing ``.steps`` (a StepTrace)."""
     if not isinstance(source, Mapping) and hasattr(source, "steps"):
         source = source.steps
+    if callable(getattr(source, "result", None)) and not isinstance(source, Iterable):
+        raise TypeError(
+            f"steps must be a StepTrace, got the {type(source).__name__} that measures it: "
+            f"pass what it measured, {what}(tracer.result())."
+        )
     if is_record(source, FIELDS):
         raise TypeError(
-            f"{what}.update takes a sequence of steps (or a StepTrace), got a single "
-            f"{type(source).__name__}; wrap it in a list, or add it with append(phases)."
+            f"steps must be a sequence of steps (or a StepTrace), got a single "
+            f"{type(source).__name__}: wrap it in a list, {what}([step]), or add it with "
+            "append(phases)."
         )
     if isinstance(source, str | bytes) or not isinstance(source, Iterable):
         raise TypeError(
-            f"{what} takes a mirrorkit StepTrace (what StepTracer.result() returns) or a "
+            "steps must be a mirrorkit StepTrace (what StepTracer.result() returns) or a "
             f"sequence of StepPhases, got {type(source).__name__}. {_HINT}"
         )
-    steps = tuple(read_phases(record, i) for i, record in enumerate(source))
+    steps = tuple(read_phases(record, f"steps[{i}]") for i, record in enumerate(source))
     if not steps:
         raise ValueError(
-            f"{what} got no steps, so there is nothing to draw; trace at least one step "
+            f"steps is empty, so {what} has nothing to draw; trace at least one step "
             "(or create the timeline empty and append() steps as training runs)."
         )
     check_order(steps)

@@ -26,16 +26,17 @@ class ScaleRecord:
     loss: float | None = None
 
 
-def scalar(value, name: str, where: str) -> np.ndarray:
+def scalar(value, name: str, where: str, want: str = "a number") -> np.ndarray:
+    """``value`` as a 0-d array; ``want`` says what it should be (in messages)."""
     try:
         array = np.asarray(value)
     except Exception as error:  # noqa: BLE001 - anything numpy cannot read is a bad field
-        raise TypeError(f"{where}: {name} must be a number, got {type(value).__name__}.") from error
+        raise TypeError(f"{where}: {name} must be {want}, got {type(value).__name__}.") from error
     if array.size != 1:
         raise ValueError(f"{where}: {name} must be a single number, got shape {array.shape}.")
     array = array.reshape(())
     if array.dtype.kind not in "biuf":
-        raise TypeError(f"{where}: {name} must be a number, got {type(value).__name__} {value!r}.")
+        raise TypeError(f"{where}: {name} must be {want}, got {type(value).__name__} {value!r}.")
     return array
 
 
@@ -58,9 +59,11 @@ def is_record(record, fields: tuple[str, ...]) -> bool:
 
 def read_step(record, where: str, hint: str) -> int:
     """The record's whole-number ``step``."""
-    step = scalar(field(record, "step", where, hint), "step", where)
+    step = scalar(field(record, "step", where, hint), "step", where, "a whole number such as 0")
     if step.dtype.kind == "b" or float(step) != int(step):
-        raise TypeError(f"{where}: step must be an integer, got {step.item()!r}.")
+        raise TypeError(
+            f"{where}: step must be a whole number (the training step), got {step.item()!r}."
+        )
     return int(step)
 
 
@@ -68,25 +71,26 @@ def _field(record, name: str, where: str, *, required: bool = True):
     return field(record, name, where, _HINT, required=required)
 
 
-def read_record(record, index: int) -> ScaleRecord:
-    """Check one record and return it as a :class:`ScaleRecord`."""
-    where = f"record {index}"
+def read_record(record, where: str) -> ScaleRecord:
+    """Check one record (``where``: how messages name it) and return a :class:`ScaleRecord`."""
     if not is_record(record, FIELDS):
         raise TypeError(f"{where} is {type(record).__name__} {record!r}, not a record. {_HINT}")
     step = read_step(record, where, _HINT)
     where = f"{where} (step {step})"
-    scale = float(scalar(_field(record, "loss_scale", where), "loss_scale", where))
+    scale = _field(record, "loss_scale", where)
+    scale = float(scalar(scale, "loss_scale", where, "a positive number such as 32768.0"))
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(
             f"{where}: loss_scale must be a positive finite number (dynamic loss scales are "
             f"powers of 2, such as 32768), got {scale!r}."
         )
-    flag = scalar(_field(record, "overflow", where), "overflow", where)
+    flag = scalar(_field(record, "overflow", where), "overflow", where, "True or False")
     if flag.dtype.kind != "b" and flag.item() not in (0, 1):
         raise TypeError(f"{where}: overflow must be True or False, got {flag.item()!r}.")
     loss = _field(record, "loss", where, required=False)
     if loss is not None:
-        loss = float(scalar(loss, "loss", where))  # inf or NaN allowed: overflowing steps
+        # inf or NaN allowed: overflowing steps
+        loss = float(scalar(loss, "loss", where, "a number (the step's loss) or None"))
     return ScaleRecord(step, scale, bool(flag), loss)
 
 
@@ -96,18 +100,19 @@ def read_records(source, what: str) -> tuple[ScaleRecord, ...]:
         source = source.records
     if is_record(source, FIELDS):
         raise TypeError(
-            f"{what} takes a sequence of records, got a single {type(source).__name__}; "
-            "wrap it in a list, or add it with append(record)."
+            f"records must be a sequence of records, got a single {type(source).__name__}: "
+            f"wrap it in a list, {what}([record]), or add it with append(record)."
         )
     if isinstance(source, str | bytes) or not isinstance(source, Iterable):
         raise TypeError(
-            f"{what} takes a sequence of records (or an object with .records), got "
-            f"{type(source).__name__}. {_HINT}"
+            "records must be a sequence of records (or an object with .records, such as the "
+            f"LossScaleHistory mirrorkit.run_loss_scale returns), got {type(source).__name__}. "
+            + _HINT
         )
-    records = tuple(read_record(record, i) for i, record in enumerate(source))
+    records = tuple(read_record(record, f"records[{i}]") for i, record in enumerate(source))
     if not records:
         raise ValueError(
-            f"{what} got no records, so there is nothing to draw; pass at least one step "
+            f"records is empty, so {what} has nothing to draw; pass at least one step "
             "(or create the view without records and append() them as training runs)."
         )
     check_order(records)

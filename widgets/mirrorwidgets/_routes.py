@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 
 def device_label(device: str) -> str:
     """A device as a diagram labels it: what follows ``device:`` (its host is drawn around it)."""
@@ -40,9 +42,37 @@ def hierarchical_groups(n: int) -> list[list[int]]:
     Returns:
         Two lists of replica indices (the second empty when ``n`` is 1).
 
+    Raises:
+        TypeError: If ``n`` is not a whole number (e.g. a strategy or a list of devices).
+        ValueError: If ``n`` is below 1.
+
     Example:
         >>> hierarchical_groups(4)
         [[0, 1], [2, 3]]
     """
+    _check_count(n)
     half = max(n // 2, 1)
     return [list(range(0, half)), list(range(half, n))]
+
+
+def _check_count(n) -> None:
+    """``n`` is a number of replicas: a whole number >= 1."""
+    if isinstance(n, numbers.Integral) and not isinstance(n, bool):
+        if n < 1:
+            raise ValueError(
+                f"n must be a number of replicas >= 1, got {n}: write e.g. "
+                "hierarchical_groups(strategy.num_replicas_in_sync)."
+            )
+        return
+    if hasattr(n, "num_replicas_in_sync"):
+        hint = "pass its replica count, n=strategy.num_replicas_in_sync"
+    elif isinstance(n, list | tuple):
+        hint = f"pass how many there are, n=len(...) (here {len(n)})"
+    elif isinstance(n, str) and n.strip().isdigit():
+        hint = f"write n={int(n)} without quotes"
+    elif isinstance(n, float) and n.is_integer():
+        hint = f"write n={int(n)}"
+    else:
+        hint = "write e.g. n=4, or n=strategy.num_replicas_in_sync"
+    shown = f" {n!r}" if isinstance(n, str | float) else ""
+    raise TypeError(f"n must be a whole number of replicas, got {type(n).__name__}{shown}: {hint}.")

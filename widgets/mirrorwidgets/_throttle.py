@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import time
 
 
@@ -53,3 +54,35 @@ class Throttle:
             return 0.0
         elapsed = self.clock() - self.start
         return self.spent / elapsed if elapsed > 0 else 0.0
+
+
+def budget_message(budget) -> str:
+    """What to say about a ``budget`` outside (0, 1]."""
+    if isinstance(budget, numbers.Real) and 1 < budget <= 100:
+        todo = f"for {budget:g}% write budget={budget / 100:g}"
+    else:
+        todo = "write e.g. budget=0.05 (5%)"
+    return f"budget must be a fraction of wall time > 0 and <= 1, got {budget!r}: {todo}."
+
+
+def check_settings(min_interval, budget) -> None:
+    """Check a throttle's settings given as plain arguments (widgets check theirs as traits).
+
+    Raises:
+        TypeError: If either is not a number.
+        ValueError: If ``min_interval`` is negative or ``budget`` not in (0, 1].
+    """
+    settings = (("min_interval", min_interval, "0.08"), ("budget", budget, "0.05"))
+    for name, value, example in settings:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(
+                f"{name} must be a number, got {type(value).__name__} {value!r}: write e.g. "
+                f"{name}={example}."
+            )
+    if not min_interval >= 0:
+        raise ValueError(
+            f"min_interval must be >= 0 seconds, got {min_interval!r}: write e.g. "
+            "min_interval=0.08 (0 updates at every step)."
+        )
+    if not 0 < budget <= 1:
+        raise ValueError(budget_message(budget))

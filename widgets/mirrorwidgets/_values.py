@@ -50,42 +50,100 @@ class Reading:
         return tuple(e.name for e in self.cells[0].entries)
 
 
-def _structure(value):
+def _structure(value, argument: str = "value"):
     """Keras models are shown weight by weight, each with every replica's copy."""
     import keras
 
     if isinstance(value, keras.Model):
         if not value.weights:
             raise ValueError(
-                f"model {value.name!r} has no weights yet: build it first (give it a "
-                "keras.Input, or call it once on a batch), then show it."
+                f"{argument} is Keras model {value.name!r}, which has no weights yet: build it "
+                "first (give it a keras.Input, or call it once on a batch), then show it."
             )
         return {w.path: w for w in value.weights}, f"Keras model {value.name!r}"
     return value, None
 
 
-def _check_not_empty(value) -> None:
+def _check_not_empty(value, argument: str = "value") -> None:
     parts = getattr(value, "values", None)
     if type(value).__name__ in ("PerReplica", "Mirrored") and parts is not None and not parts:
         raise ValueError(
-            f"this {type(value).__name__} holds no replica values, so there is nothing to show. "
-            "Make it with strategy.run(fn, ...) on a strategy that has at least one replica."
+            f"{argument} is a {type(value).__name__} that holds no replica values, so there is "
+            "nothing to show. Make it with strategy.run(fn, ...) on a strategy that has at least "
+            "one replica."
         )
     if isinstance(value, list | tuple) and not value:
-        raise ValueError("got an empty list; pass at least one distributed value.")
+        raise ValueError(
+            f"{argument} is an empty {type(value).__name__}; pass at least one distributed value."
+        )
 
 
-def read(value, *, what: str = "ReplicaGrid") -> Reading:
+def is_tensorflow_value(value) -> bool:
+    """A tensor, a variable or a distributed value (what ``strategy.run`` returns)."""
+    import keras
+    import tensorflow as tf
+
+    return tf.is_tensor(value) or isinstance(
+        value, tf.Variable | keras.Variable | tf.distribute.DistributedValues
+    )
+
+
+def not_a_value(value, argument: str, what: str, where: str = "", hint: str = _HINT) -> str:
+    """Say why ``value`` (the argument ``argument`` of ``what``) holds no TensorFlow value."""
+    names = {cls.__name__ for cls in type(value).__mro__}
+    if hasattr(value, "num_replicas_in_sync") and hasattr(value, "run"):
+        tip = f"that is the strategy itself: show what it computes, {what}(strategy.run(fn))."
+    elif "DatasetV2" in names or "DistributedDataset" in names:
+        tip = (
+            "a dataset holds no replica values yet: show one batch of it, e.g. next(iter("
+            "strategy.experimental_distribute_dataset(dataset))), or see which examples each "
+            "replica gets with BatchSplitView."
+        )
+    elif value is None:
+        tip = "did the function given to strategy.run return its value?"
+    elif callable(value) and "Model" not in names:
+        tip = f"a function must run first: pass its result, {what}(strategy.run(fn))."
+    else:
+        tip = "wrap plain numbers with tf.constant(...), or pass what strategy.run returns."
+    got = f"{type(value).__name__}{where}"
+    return f"{argument} must hold TensorFlow values, got {got}: {tip} {hint}"
+
+
+def _first_foreign(value, path: str = ""):
+    """(type name, path) of the first part of a list or dict that is no TensorFlow value."""
+    import keras
+
+    if is_tensorflow_value(value) or isinstance(value, keras.Model):
+        return None
+    if isinstance(value, dict):
+        parts = [(f"[{key!r}]", item) for key, item in value.items()]
+    elif isinstance(value, list | tuple):
+        parts = [(f"[{index}]", item) for index, item in enumerate(value)]
+    else:
+        return (type(value).__name__, path) if path else None
+    for step, item in parts:
+        found = _first_foreign(item, path + step)
+        if found:
+            return found
+    return None
+
+
+def read(value, *, what: str = "ReplicaGrid", argument: str = "value") -> Reading:
     """Inspect ``value`` and regroup its rows into one cell per replica."""
-    _check_not_empty(value)
-    structure, model_title = _structure(value)
+    _check_not_empty(value, argument)
+    structure, model_title = _structure(value, argument)
     if isinstance(structure, list | tuple):
         for item in structure:
-            _check_not_empty(item)
+            _check_not_empty(item, argument)
     try:
         table = mk.inspect(structure)
     except TypeError as error:
-        raise TypeError(f"{what} cannot show {type(value).__name__}: {error} {_HINT}") from None
+        container = isinstance(value, list | tuple | dict)
+        found = _first_foreign(value) if container else None
+        if (container and not found) or (not container and is_tensorflow_value(value)):
+            raise TypeError(f"{what} cannot show {argument}: {error}") from None  # not ours
+        where = f" holding {found[0]} at {found[1]}" if found else ""
+        raise TypeError(not_a_value(value, argument, what, where)) from None
     by_replica: dict[int, list] = {}
     devices: dict[int, str] = {}
     for row in table.rows:

@@ -36,9 +36,10 @@ class AllReduceChart(SnapshotMixin, w.VBox):
 
     Raises:
         TypeError: If ``benchmark`` is neither an ``AllReduceBenchmark`` nor its JSON.
-        ValueError: If the benchmark holds no records (e.g. every algorithm was skipped),
-            a record cannot be drawn on a log axis (a time or busbw that is not positive),
-            or ``replicas`` is not one of the measured counts.
+        ValueError: If ``benchmark`` is text that is neither benchmark JSON nor the path
+            of a file, the benchmark holds no records (e.g. every algorithm was skipped),
+            or a record cannot be drawn on a log axis (a time or busbw that is not positive).
+        traitlets.TraitError: If ``replicas`` is not one of the measured counts.
 
     Example:
         >>> from mirrorkit.measure.allreduce import AllReduceBenchmark, record_from_times
@@ -265,12 +266,19 @@ def _read_benchmark(benchmark):
     from mirrorkit.measure.allreduce import AllReduceBenchmark
 
     if isinstance(benchmark, str | os.PathLike):
-        benchmark = AllReduceBenchmark.from_json(benchmark)
+        try:
+            benchmark = AllReduceBenchmark.from_json(benchmark)
+        except ValueError as error:  # from_json names its argument `source`; here it is this
+            text = str(error)
+            if not text.startswith("source "):
+                raise
+            raise ValueError("benchmark " + text.removeprefix("source ")) from None
     if not isinstance(benchmark, AllReduceBenchmark):
         raise TypeError(
-            "AllReduceChart takes what mirrorkit.benchmark_all_reduce returns (an "
+            "benchmark must be what mirrorkit.benchmark_all_reduce returns (an "
             "AllReduceBenchmark), or its JSON text or file (AllReduceBenchmark.to_json), got "
-            f"{type(benchmark).__name__}."
+            f"{_kind(benchmark)}: write AllReduceChart(mk.benchmark_all_reduce(['collective'])) "
+            "or AllReduceChart('benchmark.json')."
         )
     if not benchmark.records:
         why = "; ".join(f"{name}: {reason}" for name, reason in benchmark.skipped.items())
@@ -281,3 +289,12 @@ def _read_benchmark(benchmark):
         )
     bc.check_records(benchmark.records)
     return benchmark
+
+
+def _kind(value) -> str:
+    """What a learner passed instead of a benchmark, in words."""
+    if isinstance(value, dict):
+        return "dict (JSON already parsed: pass the text or the file's path instead)"
+    if callable(value) and getattr(value, "__name__", "") == "benchmark_all_reduce":
+        return "the function benchmark_all_reduce itself (call it and pass its result)"
+    return type(value).__name__

@@ -118,7 +118,10 @@ class BatchSplitView(SnapshotMixin, w.VBox):
     @t.validate("max_ids")
     def _at_least_two(self, proposal):
         if proposal["value"] < 2:
-            raise t.TraitError(f"max_ids must be >= 2, got {proposal['value']}.")
+            raise t.TraitError(
+                f"max_ids must be >= 2 (the first ids, '...' and the last), got "
+                f"{proposal['value']}: write e.g. max_ids=12."
+            )
         return proposal["value"]
 
     def update(self, preview) -> None:
@@ -290,14 +293,17 @@ def _check(preview) -> None:
     from mirrorkit.checks.input_preview import InputPreview
 
     if not isinstance(preview, InputPreview):
+        got = type(preview).__name__
+        if callable(preview) and getattr(preview, "__name__", "") == "preview_input":
+            got = "the function preview_input itself (call it and pass its result)"
         raise TypeError(
-            f"BatchSplitView needs a mirrorkit.InputPreview, got {type(preview).__name__}; "
-            "pass mk.preview_input(strategy, dataset) (ids come from dataset.enumerate() "
+            f"preview must be a mirrorkit.InputPreview, got {got}: pass "
+            "mk.preview_input(strategy, dataset) (ids come from dataset.enumerate() "
             "before .batch(...)), or use BatchSplitView.from_dataset(strategy, dataset)."
         )
     if not preview.batches:
         raise ValueError(
-            "the preview holds no batches, so there is nothing to show: the dataset yielded "
+            "preview holds no batches, so there is nothing to show: the dataset yielded "
             "no step at all. Check that it is not empty (e.g. a take(0) or a filter that "
             "drops everything) before distributing it."
         )

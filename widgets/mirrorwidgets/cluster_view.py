@@ -12,7 +12,7 @@ import mirrorkit as mk
 from mirrorwidgets import _cluster_render as cr, _render as r
 from mirrorwidgets._cluster_render import STATE_COLORS
 from mirrorwidgets._snapshot import SnapshotMixin
-from mirrorwidgets._throttle import Throttle
+from mirrorwidgets._throttle import Throttle, budget_message
 
 __all__ = ["STATE_COLORS", "ClusterView"]
 
@@ -87,7 +87,8 @@ class ClusterView(SnapshotMixin, w.VBox):
         title: str = "Multi-worker cluster",
         **kwargs,
     ):
-        status = mk.ClusterStatus(num_workers)  # checks num_workers
+        _check_num_workers(num_workers)
+        status = mk.ClusterStatus(num_workers)
         for worker, address in zip(status.workers, _addresses(addresses, num_workers), strict=True):
             worker.address = address
         super().__init__(**kwargs)
@@ -116,11 +117,11 @@ class ClusterView(SnapshotMixin, w.VBox):
     def _check_settings(self, proposal):
         value, name = proposal["value"], proposal["trait"].name
         if name in ("min_interval", "plot_interval") and value < 0:
-            raise t.TraitError(f"{name} must be >= 0, got {value!r}.")
+            raise t.TraitError(f"{name} must be >= 0 seconds, got {value!r}.")
         if name == "budget" and not 0 < value <= 1:
-            raise t.TraitError(f"budget must be > 0 and <= 1, got {value!r}.")
+            raise t.TraitError(budget_message(value))
         if name == "max_points" and value < 2:
-            raise t.TraitError(f"max_points must be >= 2, got {value!r}.")
+            raise t.TraitError(f"max_points must be >= 2 (a line needs two points), got {value!r}.")
         return value
 
     @property
@@ -173,15 +174,23 @@ class ClusterView(SnapshotMixin, w.VBox):
             False
             >>> view.update(mk.WorkerEvent(0, "finished"))  # ends a worker: always drawn
             True
-            >>> view.update(mk.WorkerEvent(5, "step", step=1))
+            >>> view.update(mk.WorkerEvent(5, "step", step=1))  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            ValueError: event for worker 5, but this cluster has 2 workers (0..1).
+            ValueError: event is for worker 5, but this view has 2 workers (0..1): make the ...
         """
         if not isinstance(event, mk.WorkerEvent):
             raise TypeError(
-                f"update() takes a mirrorkit.WorkerEvent, got {type(event).__name__}; "
-                "rebuild a JSON dict with mirrorkit.WorkerEvent.from_json()."
+                f"event must be a mirrorkit.WorkerEvent, got {type(event).__name__}: rebuild a "
+                "JSON dict with view.update(mirrorkit.WorkerEvent.from_json(data)), or pass "
+                "on_event=view.update to LocalCluster.run."
+            )
+        n = self._status.num_workers
+        if not 0 <= event.worker < n:
+            raise ValueError(
+                f"event is for worker {event.worker}, but this view has {n} workers "
+                f"(0..{n - 1}): make the view for every worker of the cluster, "
+                "ClusterView(cluster.num_workers)."
             )
         with self._lock:
             self._status.apply(event)
@@ -299,6 +308,26 @@ class ClusterView(SnapshotMixin, w.VBox):
             self._plot.layout.display = None if chart else "none"
 
 
+def _check_num_workers(num_workers) -> None:
+    """``num_workers`` is a whole number >= 1; say what to write when it is not."""
+    if isinstance(num_workers, int) and not isinstance(num_workers, bool) and num_workers >= 1:
+        return
+    if isinstance(num_workers, list | tuple) and all(isinstance(a, str) for a in num_workers):
+        todo = f"write ClusterView({len(num_workers)}, addresses=[...]) with this list"
+    elif isinstance(num_workers, str) and num_workers.strip().isdigit():
+        todo = f"write ClusterView({int(num_workers)}) without quotes"
+    elif isinstance(num_workers, float) and num_workers.is_integer() and num_workers >= 1:
+        todo = f"write ClusterView({int(num_workers)})"
+    elif hasattr(num_workers, "num_workers"):  # a LocalCluster
+        todo = "write ClusterView(cluster.num_workers)"
+    else:
+        todo = "a cluster has at least one worker: write e.g. ClusterView(2)"
+    got = f"{type(num_workers).__name__} {num_workers!r}"
+    if hasattr(num_workers, "num_workers"):
+        got = type(num_workers).__name__
+    raise ValueError(f"num_workers must be an int >= 1 (how many workers), got {got}: {todo}.")
+
+
 def _addresses(addresses, num_workers: int) -> list[str]:
     """Check ``addresses``: None, or one string per worker."""
     if addresses is None:
@@ -308,9 +337,15 @@ def _addresses(addresses, num_workers: int) -> list[str]:
     except TypeError:
         given = None
     if given is None or not all(isinstance(a, str) for a in given):
+        if isinstance(addresses, str):
+            example = f"[{addresses!r}]"
+        elif given and all(isinstance(a, int) and not isinstance(a, bool) for a in given):
+            example = repr([f"localhost:{port}" for port in given])
+        else:
+            example = "['localhost:2222', 'localhost:2223']"
         raise TypeError(
             "addresses must be a sequence of 'host:port' strings, one per worker, "
-            f"got {addresses!r}."
+            f"got {addresses!r}: write addresses={example}."
         )
     addresses = given
     if len(addresses) != num_workers:

@@ -10,10 +10,15 @@ import keras
 import numpy as np
 import traitlets as t
 
-from mirrorwidgets import _lines_chart as lc, _plot as plot, _render as r
+from mirrorwidgets import _lines_chart as lc, _plot as plot, _render as r, _values
 from mirrorwidgets._snapshot import SnapshotMixin
-from mirrorwidgets._throttle import Throttle
+from mirrorwidgets._throttle import Throttle, check_settings
 from mirrorwidgets.replica_grid import ReplicaGrid
+
+_HINT = (
+    "Return each replica's value from the function given to strategy.run, and pass the "
+    "PerReplica that strategy.run returns (or a tensor)."
+)
 
 
 class LiveTrainingView(SnapshotMixin, w.VBox):
@@ -58,14 +63,16 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
 
     @t.validate("plot_interval")
     def _non_negative(self, proposal):
-        if proposal["value"] < 0:
-            raise t.TraitError(f"plot_interval must be >= 0, got {proposal['value']}.")
+        if not proposal["value"] >= 0:
+            raise t.TraitError(f"plot_interval must be >= 0 seconds, got {proposal['value']}.")
         return proposal["value"]
 
     @t.validate("max_points")
     def _at_least_two(self, proposal):
         if proposal["value"] < 2:
-            raise t.TraitError(f"max_points must be >= 2, got {proposal['value']}.")
+            raise t.TraitError(
+                f"max_points must be >= 2 (a line needs two points), got {proposal['value']}."
+            )
         return proposal["value"]
 
     def record(self, step: int, loss, grad_norm=None, *, step_time=None, fit_loss=None) -> None:
@@ -79,7 +86,9 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
             fit_loss: Optional: the loss Keras reports (averaged over replicas and steps).
 
         Raises:
-            TypeError: If ``loss`` or ``grad_norm`` is not a TensorFlow value.
+            TypeError: If ``step`` is not a whole number, or ``loss`` or ``grad_norm`` is not
+                a TensorFlow value.
+            ValueError: If ``loss`` or ``grad_norm`` holds more than one number per replica.
 
         Example:
             >>> import tensorflow as tf
@@ -89,23 +98,37 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
             >>> "0.1" in view.snapshot_html()
             True
         """
+        step = _step_number(step, "write view.record(step, loss) with the step as an int")
         values = {"loss": loss} if grad_norm is None else {"loss": loss, "grad_norm": grad_norm}
+        for name, value in values.items():
+            if not _values.is_tensorflow_value(value):
+                raise TypeError(_values.not_a_value(value, name, "view.record", hint=_HINT))
+        reading = _values.read(values, what="LiveTrainingView.record", argument="loss")
+        for index, name in enumerate(values):
+            for cell in reading.cells:
+                shape = cell.entries[index].shape
+                if int(np.prod(shape)) != 1:
+                    raise ValueError(
+                        f"{name} must be one number per replica, got shape {shape} on replica "
+                        f"{cell.replica}: reduce it inside the function given to strategy.run, "
+                        "e.g. return tf.reduce_mean(per_example_loss)."
+                    )
         if self._grid is None:
             self._grid = ReplicaGrid(values, title="per replica")
             self._grid_box.children = [self._grid]
         else:
-            self._grid.update(values)
-        cells = self._grid._before.cells
+            self._grid._show(reading)
+        cells = reading.cells
         losses = np.array([float(c.entries[0].array) for c in cells])
         norms = (
             np.array([float(c.entries[1].array) for c in cells]) if grad_norm is not None else None
         )
-        self.history["step"].append(int(step))
+        self.history["step"].append(step)
         self.history["loss"].append(losses)
         self.history["grad_norm"].append(norms)
         self.history["step_time"].append(step_time)
         self._keep_history_short()
-        self.set_trait("step", int(step))
+        self.set_trait("step", step)
         self.set_trait("num_replicas", len(cells))
         self._header.value = self._header_html(step_time, fit_loss)
         now = time.perf_counter()
@@ -184,6 +207,11 @@ class LiveTrainingHook:
             so that at least 10 land each second even when steps end a little late).
         budget: Largest fraction of wall time the updates may take in total.
 
+    Raises:
+        TypeError: If ``view`` is not a :class:`LiveTrainingView`, or ``min_interval`` or
+            ``budget`` is not a number.
+        ValueError: If ``min_interval`` is negative or ``budget`` is not in (0, 1].
+
     Example:
         >>> import tensorflow as tf
         >>> import mirrorkit as mk
@@ -197,10 +225,8 @@ class LiveTrainingHook:
     """
 
     def __init__(self, view: LiveTrainingView | None = None, *, min_interval=0.08, budget=0.05):
-        if min_interval < 0 or not 0 < budget <= 1:
-            raise ValueError(
-                f"need min_interval >= 0 and 0 < budget <= 1, got {min_interval}, {budget}."
-            )
+        _check_view(view, "LiveTrainingHook")
+        check_settings(min_interval, budget)
         self.view = view if view is not None else LiveTrainingView()
         self.throttle = Throttle(min_interval, budget)
         self.steps = 0
@@ -217,6 +243,10 @@ class LiveTrainingHook:
         Returns:
             Whether the view was updated.
 
+        Raises:
+            TypeError, ValueError: As :meth:`LiveTrainingView.record` raises them (``loss``
+                and ``grad_norm`` are read only when an update is due).
+
         Example:
             >>> import tensorflow as tf
             >>> from mirrorwidgets import LiveTrainingHook
@@ -227,7 +257,9 @@ class LiveTrainingHook:
         now = time.perf_counter()
         step_time = None if self._last_step_end is None else now - self._last_step_end
         self._last_step_end = now
-        self.steps = self.steps + 1 if step is None else int(step)
+        if step is not None:
+            step = _step_number(step, "write hook.step(loss, step=int(...)), or leave step out")
+        self.steps = self.steps + 1 if step is None else step
         if not self.throttle.due():
             return False
         self.throttle.begin()
@@ -308,6 +340,12 @@ class LiveTrainingCallback(keras.callbacks.Callback):
             so that at least 10 land each second even when steps end a little late).
         budget: Largest fraction of wall time the updates (probe included) may take.
 
+    Raises:
+        TypeError: If ``probe`` is not an ``(x, y)`` pair, ``view`` is not a
+            :class:`LiveTrainingView`, or ``min_interval`` or ``budget`` is not a number.
+        ValueError: If ``min_interval`` is negative or ``budget`` is not in (0, 1]; when
+            ``fit`` begins, if ``probe`` has fewer examples than there are replicas.
+
     Example:
         >>> import numpy as np
         >>> import keras
@@ -328,14 +366,9 @@ class LiveTrainingCallback(keras.callbacks.Callback):
         self, probe, view: LiveTrainingView | None = None, *, min_interval=0.08, budget=0.05
     ):
         super().__init__()
-        if not (isinstance(probe, tuple | list) and len(probe) == 2):
-            raise TypeError(
-                "probe must be an (x, y) pair: one global batch, e.g. (x_train[:64], y_train[:64])."
-            )
-        if min_interval < 0 or not 0 < budget <= 1:
-            raise ValueError(
-                f"need min_interval >= 0 and 0 < budget <= 1, got {min_interval}, {budget}."
-            )
+        _check_probe(probe)
+        _check_view(view, "LiveTrainingCallback")
+        check_settings(min_interval, budget)
         self.view = view if view is not None else LiveTrainingView()
         self.throttle = Throttle(min_interval, budget)
         self._probe_data = tuple(probe)
@@ -358,8 +391,9 @@ class LiveTrainingCallback(keras.callbacks.Callback):
         replicas = strategy.num_replicas_in_sync
         if len(x) < replicas:
             raise ValueError(
-                f"the probe batch has {len(x)} examples but there are {replicas} replicas; "
-                "give it at least one example per replica."
+                f"probe holds {len(x)} example(s) but there are {replicas} replicas; "
+                f"give it at least one example per replica, e.g. probe=(x[:{replicas}], "
+                f"y[:{replicas}])."
             )
         dataset = tf.data.Dataset.from_tensors((x, y))
         self._batch = next(iter(strategy.experimental_distribute_dataset(dataset)))
@@ -384,3 +418,56 @@ class LiveTrainingCallback(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         """Draw the final plot, so the view (and its snapshot) ends on the last state."""
         self.view.refresh_plot()
+
+
+def _step_number(step, todo: str) -> int:
+    """``step`` as an int; a TypeError saying ``todo`` if it is not a whole number."""
+    try:
+        number = int(step)
+        whole = not isinstance(step, bool | str | bytes) and float(step) == number
+    except (TypeError, ValueError):
+        whole = False
+    if not whole:
+        raise TypeError(
+            f"step must be a whole number (the training step), got {type(step).__name__} "
+            f"{step!r}: {todo}."
+        )
+    return number
+
+
+def _check_view(view, owner: str) -> None:
+    """``view`` is None or a LiveTrainingView."""
+    if view is None or isinstance(view, LiveTrainingView):
+        return
+    if view is LiveTrainingView:
+        got, todo = "the class LiveTrainingView", f"make one, {owner}(view=LiveTrainingView())"
+    elif hasattr(view, "num_replicas_in_sync"):
+        got = type(view).__name__
+        todo = (
+            "the strategy is not needed here (the values you pass carry their replicas): "
+            f"write {owner}(...) without it"
+        )
+    else:
+        got = type(view).__name__
+        todo = f"write {owner}(view=LiveTrainingView()), or leave view out for a new one"
+    raise TypeError(f"view must be a LiveTrainingView or None, got {got}: {todo}.")
+
+
+def _check_probe(probe) -> None:
+    """``probe`` is an ``(x, y)`` pair."""
+    if isinstance(probe, tuple | list) and len(probe) == 2:
+        return
+    if isinstance(probe, keras.Model):
+        got = "a Keras model (the callback finds the model itself when fit calls it)"
+    elif isinstance(probe, tuple | list):
+        got = f"a {type(probe).__name__} of {len(probe)}"
+    elif "DatasetV2" in {cls.__name__ for cls in type(probe).__mro__}:
+        got = "a tf.data.Dataset (take one batch of it: probe=next(iter(dataset)))"
+    elif isinstance(probe, np.ndarray) or hasattr(probe, "shape"):
+        got = f"one array of shape {tuple(probe.shape)} (the inputs alone)"
+    else:
+        got = type(probe).__name__
+    raise TypeError(
+        f"probe must be an (x, y) pair of arrays, one global batch, got {got}: write e.g. "
+        "probe=(x_train[:64], y_train[:64])."
+    )

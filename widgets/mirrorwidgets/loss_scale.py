@@ -81,7 +81,9 @@ class LossScaleView(SnapshotMixin, w.VBox):
     @t.validate("max_points")
     def _at_least_two(self, proposal):
         if proposal["value"] < 2:
-            raise t.TraitError(f"max_points must be >= 2, got {proposal['value']}.")
+            raise t.TraitError(
+                f"max_points must be >= 2 (a line needs two points), got {proposal['value']}."
+            )
         return proposal["value"]
 
     @property
@@ -133,7 +135,7 @@ class LossScaleView(SnapshotMixin, w.VBox):
             >>> view.step, view.overflow_steps
             (1, (1,))
         """
-        new = rec.read_record(record, len(self._records))
+        new = rec.read_record(record, "record")
         records = (*self._records, new)
         rec.check_order(records[-2:])
         self._set(records)

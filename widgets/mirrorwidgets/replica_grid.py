@@ -26,8 +26,9 @@ class ReplicaGrid(SnapshotMixin, w.VBox):
         **kwargs: Any trait below, or layout options of ``ipywidgets.VBox``.
 
     Raises:
-        TypeError: If ``value`` is not a TensorFlow or Keras value.
-        ValueError: If ``value`` is empty, or ``after`` cannot be an all-reduce of ``value``.
+        TypeError: If ``value`` or ``after`` does not hold TensorFlow or Keras values.
+        ValueError: If ``value`` is empty or a model without weights, or ``after`` cannot
+            be an all-reduce of ``value``.
 
     Example:
         >>> import tensorflow as tf
@@ -81,7 +82,11 @@ class ReplicaGrid(SnapshotMixin, w.VBox):
     @t.validate("small", "max_entries")
     def _positive(self, proposal):
         if proposal["value"] < 1:
-            raise t.TraitError(f"{proposal['trait'].name} must be >= 1, got {proposal['value']}.")
+            name = proposal["trait"].name
+            raise t.TraitError(
+                f"{name} must be >= 1, got {proposal['value']}: write e.g. "
+                f"{name}={self.traits()[name].default_value}."
+            )
         return proposal["value"]
 
     def update(self, value, after=None) -> None:
@@ -90,6 +95,9 @@ class ReplicaGrid(SnapshotMixin, w.VBox):
         Args:
             value: The new value; same kinds as the constructor takes.
             after: Optional: the values after an all-reduce.
+
+        Raises:
+            TypeError, ValueError: As the constructor raises them.
 
         Example:
             >>> import tensorflow as tf
@@ -104,8 +112,12 @@ class ReplicaGrid(SnapshotMixin, w.VBox):
         before = _values.read(value)
         reduced = None
         if after is not None:
-            reduced = _values.read(after)
+            reduced = _values.read(after, what="ReplicaGrid", argument="after")
             _values.check_pair(before, reduced)
+        self._show(before, reduced)
+
+    def _show(self, before: _values.Reading, reduced: _values.Reading | None = None) -> None:
+        """Show values already read (and checked) in place."""
         self._before, self._after = before, reduced
         self.set_trait("num_replicas", len(before.cells))
         if reduced is not None:

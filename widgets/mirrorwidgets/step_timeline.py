@@ -10,7 +10,7 @@ import traitlets as t
 from mirrorkit.report.units import format_percent, format_seconds
 from mirrorwidgets import _phases as ph, _render as r, _timeline_chart as tc
 from mirrorwidgets._snapshot import SnapshotMixin
-from mirrorwidgets._throttle import Throttle
+from mirrorwidgets._throttle import Throttle, budget_message
 
 _SHOWN_OVER = 12
 
@@ -113,9 +113,9 @@ class StepTimeline(SnapshotMixin, w.VBox):
     def _throttle_settings(self, proposal):
         value, name = proposal["value"], proposal["trait"].name
         if name == "min_interval" and value < 0:
-            raise t.TraitError(f"min_interval must be >= 0, got {value!r}.")
+            raise t.TraitError(f"min_interval must be >= 0 seconds, got {value!r}.")
         if name == "budget" and not 0 < value <= 1:
-            raise t.TraitError(f"budget must be > 0 and <= 1, got {value!r}.")
+            raise t.TraitError(budget_message(value))
         return value
 
     @property
@@ -178,7 +178,7 @@ class StepTimeline(SnapshotMixin, w.VBox):
             >>> timeline.num_steps, timeline.flush()
             (2, True)
         """
-        new = ph.read_phases(phases, len(self._steps))
+        new = ph.read_phases(phases, "phases")
         steps = (*self._steps, new)
         ph.check_order(steps[-2:])
         self._set(steps)

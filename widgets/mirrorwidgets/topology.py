@@ -16,7 +16,11 @@ _COLORS = {"reduce": style.BLUE, "broadcast": style.PURPLE, "exchange": style.BA
 
 def _algorithm_of(strategy) -> str:
     """Name (as in mirrorkit.ALL_REDUCE_ALGORITHMS) of the all-reduce ``strategy`` uses."""
-    ops = getattr(strategy.extended, "_cross_device_ops", None)
+    return _algorithm_name(getattr(strategy.extended, "_cross_device_ops", None))
+
+
+def _algorithm_name(ops) -> str:
+    """Name (as in mirrorkit.ALL_REDUCE_ALGORITHMS) of a ``tf.distribute`` cross-device ops."""
     names = {cls.__name__ for cls in type(ops).__mro__}
     if "NcclAllReduce" in names:
         return "nccl"
@@ -30,6 +34,42 @@ def _algorithm_of(strategy) -> str:
 def _host_of(device: str) -> str:
     parts = dict(p.split(":", 1) for p in device.strip("/").split("/") if ":" in p)
     return f"/job:{parts.get('job', 'localhost')}/task:{parts.get('task', '0')}"
+
+
+def _not_a_strategy(strategy) -> str:
+    got = type(strategy).__name__
+    if isinstance(strategy, str) and strategy in mk.ALL_REDUCE_ALGORITHMS:
+        todo = f"write strategy=mirrorkit.make_strategy({strategy!r})"
+    elif callable(strategy) and getattr(strategy, "__name__", "") == "make_strategy":
+        got, todo = "the function make_strategy", "call it: strategy=mirrorkit.make_strategy()"
+    else:
+        todo = "make one with strategy = mirrorkit.make_strategy() and pass it"
+    return f"strategy must be a tf.distribute.Strategy, got {got}: {todo}."
+
+
+def _check_all_reduce(all_reduce, tf) -> None:
+    """``all_reduce`` is None or a name in mirrorkit.ALL_REDUCE_ALGORITHMS."""
+    if all_reduce is None:
+        return
+    known = ", ".join(repr(k) for k in mk.ALL_REDUCE_ALGORITHMS)
+    if isinstance(all_reduce, tf.distribute.CrossDeviceOps):
+        raise TypeError(
+            f"all_reduce must be an algorithm's name, got a {type(all_reduce).__name__} object: "
+            f"write all_reduce={_algorithm_name(all_reduce)!r} (one of {known})."
+        )
+    if not isinstance(all_reduce, str):
+        raise TypeError(
+            f"all_reduce must be an algorithm's name, one of {known}, got "
+            f"{type(all_reduce).__name__}."
+        )
+    if all_reduce not in mk.ALL_REDUCE_ALGORITHMS:
+        lower = all_reduce.strip().lower()
+        hint = f" (names are lower case: {lower!r})" if lower in mk.ALL_REDUCE_ALGORITHMS else ""
+        raise ValueError(f"unknown all_reduce {all_reduce!r}; choose one of {known}{hint}.")
+
+
+def _name_of(variable) -> str:
+    return getattr(variable, "path", None) or getattr(variable, "name", "v")
 
 
 class TopologyDiagram:
@@ -46,7 +86,9 @@ class TopologyDiagram:
             their count is shown on each device holding a copy.
 
     Raises:
-        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``.
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``, ``all_reduce`` is
+            not a name (e.g. a ``tf.distribute.CrossDeviceOps``), or ``variables`` is
+            neither a Keras model or layer nor a list of variables.
         ValueError: If ``all_reduce`` is not a known algorithm name.
 
     Example:
@@ -63,18 +105,14 @@ class TopologyDiagram:
         import tensorflow as tf
 
         if not isinstance(strategy, tf.distribute.Strategy):
-            raise TypeError(
-                f"TopologyDiagram needs a tf.distribute.Strategy, got {type(strategy).__name__}; "
-                "make one with mirrorkit.make_strategy()."
-            )
-        if all_reduce is not None and all_reduce not in mk.ALL_REDUCE_ALGORITHMS:
-            known = ", ".join(repr(k) for k in mk.ALL_REDUCE_ALGORITHMS)
-            raise ValueError(f"unknown all_reduce {all_reduce!r}; choose one of {known}.")
+            raise TypeError(_not_a_strategy(strategy))
+        _check_all_reduce(all_reduce, tf)
         self.strategy = strategy
         self.uses = _algorithm_of(strategy)
         self.all_reduce = all_reduce or self.uses
         self.devices = tuple(mk.replica_devices(strategy))
         self.variables = self._variables(variables)
+        self._given_variables = variables  # what widget() passes on (self.variables: names)
         self.hub = self._hub()
         self.edges = tuple(route(self.all_reduce, len(self.devices), self.hub))
         self._svg: str | None = None
@@ -84,8 +122,31 @@ class TopologyDiagram:
         if variables is None:
             return ()
         import keras
+        import tensorflow as tf
 
-        items = variables.weights if isinstance(variables, keras.Model) else list(variables)
+        if isinstance(variables, keras.Layer):  # a model is a layer too
+            items = variables.weights
+        elif isinstance(variables, tf.Variable | keras.Variable):
+            raise TypeError(
+                "variables must be a Keras model or a list of variables, got a single "
+                f"{type(variables).__name__} ({_name_of(variables)!r}): wrap it in a list, "
+                "variables=[v]."
+            )
+        elif isinstance(variables, list | tuple):
+            items = variables
+        else:
+            raise TypeError(
+                "variables must be a Keras model or a list of variables made under "
+                f"strategy.scope(), got {type(variables).__name__}: write variables=model or "
+                "variables=model.weights."
+            )
+        for index, item in enumerate(items):
+            if not isinstance(item, tf.Variable | keras.Variable):
+                raise TypeError(
+                    f"variables[{index}] is {type(item).__name__} {item!r}, not a variable: "
+                    "pass the variables themselves (e.g. variables=model.weights), not their "
+                    "names or values."
+                )
         return tuple(getattr(v, "path", None) or getattr(v, "name", "?") for v in items)
 
     def _hub(self) -> int:
@@ -220,7 +281,7 @@ class TopologyDiagram:
 
     @property
     def _raw_vars(self):
-        return list(self.variables) or None
+        return self._given_variables
 
 
 class TopologyView(SnapshotMixin, w.VBox):
@@ -231,6 +292,10 @@ class TopologyView(SnapshotMixin, w.VBox):
         all_reduce: Algorithm to draw first; ``None`` for the strategy's own.
         variables: Optional model or variables shown on each device.
         **kwargs: Any trait below, or ``ipywidgets.VBox`` layout options.
+
+    Raises:
+        TypeError, ValueError: As :class:`TopologyDiagram` raises them; setting
+            ``all_reduce`` to an unknown name raises ``traitlets.TraitError``.
 
     Example:
         >>> import mirrorkit as mk
@@ -249,10 +314,11 @@ class TopologyView(SnapshotMixin, w.VBox):
     svg = t.Unicode("", read_only=True, help="The current diagram as SVG markup.")
 
     def __init__(self, strategy, *, all_reduce: str | None = None, variables=None, **kwargs):
+        diagram = TopologyDiagram(strategy, all_reduce=all_reduce, variables=variables)
         super().__init__(**kwargs)
         self._strategy = strategy
         self._variables = variables
-        self.diagram = TopologyDiagram(strategy, all_reduce=all_reduce, variables=variables)
+        self.diagram = diagram
         self._menu = w.Dropdown(
             options=list(mk.ALL_REDUCE_ALGORITHMS),
             value=self.diagram.all_reduce,

@@ -235,41 +235,6 @@ def test_reference_loss_accepts_loss_objects_and_functions(strategy):
         assert report.equivalent
 
 
-def test_bad_inputs_say_what_to_do(strategy):
-    good = (model_fn(), right(8), batch(8))
-    with pytest.raises(TypeError, match=r"mk\.make_strategy\(\)"):
-        mk.check_step_equivalence("mirrored", *good, loss="mse")
-    with pytest.raises(TypeError, match=r"end it with `return loss`"):
-        mk.check_step_equivalence(strategy, model_fn(), lambda m, x, y: None, batch(8), loss="mse")
-    with pytest.raises(TypeError, match="return only the loss"):
-        mk.check_step_equivalence(
-            strategy, model_fn(), lambda m, x, y: (right(8)(m, x, y), 1), batch(8), loss="mse"
-        )
-    with pytest.raises(ValueError, match="not a scalar"):
-        mk.check_step_equivalence(
-            strategy, model_fn(), lambda m, x, y: PER_EXAMPLE(y, m(x)), batch(8), loss="mse"
-        )
-    with pytest.raises(ValueError, match="does not depend on the model's weights"):
-        mk.check_step_equivalence(
-            strategy, model_fn(), lambda m, x, y: tf.reduce_sum(y), batch(8), loss="mse"
-        )
-    with pytest.raises(TypeError, match=r"one global batch \(x, y\).*got a ndarray"):
-        mk.check_step_equivalence(strategy, model_fn(), right(8), batch(8)[0], loss="mse")
-    with pytest.raises(TypeError, match="got a tuple of 3 items"):
-        mk.check_step_equivalence(strategy, model_fn(), right(8), (*batch(8), 1), loss="mse")
-    x, y = batch(8)
-    with pytest.raises(ValueError, match=r"x has 8 examples but y has 6.*\(x\[:6\], y\[:6\]\)"):
-        mk.check_step_equivalence(strategy, model_fn(), right(8), (x, y[:6]), loss="mse")
-    with pytest.raises(TypeError, match="end it with `return model`"):
-        mk.check_step_equivalence(strategy, lambda: None, right(8), batch(8), loss="mse")
-    with pytest.raises(TypeError, match="builds a NEW model, not a model"):
-        mk.check_step_equivalence(strategy, model_fn()(), right(8), batch(8), loss="mse")
-    with pytest.raises(ValueError, match="unknown Keras loss 'msee'"):
-        mk.check_step_equivalence(strategy, *good, loss="msee")
-    with strategy.scope(), pytest.raises(RuntimeError, match="outside `with strategy.scope"):
-        mk.check_step_equivalence(strategy, *good, loss="mse")
-
-
 def classifier():
     return keras.Sequential([keras.Input((3,)), keras.layers.Dense(5, name="logits")])
 
@@ -284,73 +249,208 @@ def cross_entropy(model, x, y):
     return tf.nn.compute_average_loss(per_example, global_batch_size=8)
 
 
-# (compute_loss, model_fn, batch, loss, error, message): what a learner plausibly writes.
-WRONG_LOSS_STEPS = [
-    (lambda m, x, y: None, model_fn(), batch(8), "mse", TypeError, "end it with `return loss`"),
-    (
-        lambda m, x, y: PER_EXAMPLE(y, m(x)),
-        model_fn(),
-        batch(8),
-        "mse",
-        ValueError,
-        r"shape \(2,\), not a scalar",
-    ),
-    (
-        lambda m, x: tf.reduce_mean(m(x)),
-        model_fn(),
-        batch(8),
-        "mse",
+def equivalence(strategy, model=None, compute_loss=None, data=None, loss="mse"):
+    """check_step_equivalence with the right arguments except those given."""
+    return mk.check_step_equivalence(
+        strategy,
+        model or model_fn(),
+        compute_loss or right(8),
+        batch(8) if data is None else data,
+        loss=loss,
+    )
+
+
+def inside_scope(strategy):
+    with strategy.scope():
+        return equivalence(strategy)
+
+
+def with_layer(layer, *args):
+    def build():  # a new layer per model: the check builds two
+        middle = layer(*args)
+        return keras.Sequential(
+            [keras.Input((3,)), keras.layers.Dense(4), middle, keras.layers.Dense(1)]
+        )
+
+    return build
+
+
+class DropoutBlock(keras.layers.Layer):
+    """A learner's own block with a Dropout inside: found although nested."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1)
+        self.dropout = keras.layers.Dropout(0.2)
+
+    def call(self, x, training=None):
+        return self.dropout(self.dense(x), training=training)
+
+
+# What a learner plausibly writes, each a call given the session's strategy.
+WRONG_EQUIVALENCE_INPUTS = [
+    pytest.param(
+        lambda s: equivalence("mirrored"),
         TypeError,
+        "strategy",
+        r"strategy = mk\.make_strategy\(\)",
+        id="strategy-a-string",
+    ),
+    pytest.param(
+        lambda s: equivalence(tf.distribute.MirroredStrategy),
+        TypeError,
+        "strategy",
+        r"the class MirroredStrategy, not a strategy: create one first",
+        id="strategy-the-class",
+    ),
+    pytest.param(
+        inside_scope, RuntimeError, "strategy", r"outside `with strategy.scope", id="in-scope"
+    ),
+    pytest.param(
+        lambda s: equivalence(s, model=lambda: None),
+        TypeError,
+        "model_fn",
+        r"end it with `return model`",
+        id="model_fn-returns-None",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, model=model_fn()()),
+        TypeError,
+        "model_fn",
+        r"builds a NEW model, not a model.*model_fn=build_model",
+        id="model_fn-a-model",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, model=with_layer(keras.layers.Dropout, 0.5)),
+        ValueError,
+        "model_fn",
+        r"layer 'dropout\w*' \(Dropout\) draws random numbers.*build Dropout\(0\.0\) instead",
+        id="model-with-dropout",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, model=with_layer(keras.layers.BatchNormalization)),
+        ValueError,
+        "model_fn",
+        r"\(BatchNormalization\) normalizes by the statistics.*leave BatchNormalization out",
+        id="model-with-batchnorm",
+    ),
+    pytest.param(
+        lambda s: equivalence(
+            s, model=lambda: keras.Sequential([keras.Input((3,)), DropoutBlock()])
+        ),
+        ValueError,
+        "model_fn",
+        r"\(Dropout\) draws random numbers",
+        id="dropout-inside-a-custom-layer",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, compute_loss=lambda m, x, y: None),
+        TypeError,
+        "compute_loss",
+        r"end it with `return loss`",
+        id="compute_loss-returns-None",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, compute_loss=lambda m, x, y: (right(8)(m, x, y), 1)),
+        TypeError,
+        "compute_loss",
+        r"return only the loss",
+        id="compute_loss-returns-a-tuple",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, compute_loss=lambda m, x, y: PER_EXAMPLE(y, m(x))),
+        ValueError,
+        "compute_loss",
+        r"shape \(2,\), not a scalar",
+        id="compute_loss-returns-a-vector",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, compute_loss=lambda m, x: tf.reduce_mean(m(x))),
+        TypeError,
+        "compute_loss",
         r"must take three arguments, compute_loss\(model, x, y\); yours is <lambda>\(m, x\)",
+        id="compute_loss-two-arguments",
     ),
-    (
-        right(8),
-        lambda: keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)]),
-        batch(8),
-        "mse",
+    pytest.param(
+        lambda s: equivalence(s, compute_loss=lambda m, x, y: tf.reduce_sum(y)),
         ValueError,
+        "compute_loss",
+        r"does not depend on the model's weights: compute it from the model's predictions",
+        id="compute_loss-ignores-the-model",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, compute_loss=lambda m, x, y: tf.reduce_mean(m(x)["missing"])),
+        ValueError,
+        "compute_loss",
+        r"compute_loss\(model, x, y\) failed on one replica's share",
+        id="compute_loss-raises",
+    ),
+    pytest.param(
+        lambda s: equivalence(
+            s, model=lambda: keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        ),
+        ValueError,
+        "model",
         r"the model has no trainable weights|failed on one replica's share .*\(2, 3\)",
+        id="model-wrong-feature-count",
     ),
-    (
-        cross_entropy,
-        classifier,
-        class_batch(),
-        "mse",
+    pytest.param(
+        lambda s: equivalence(s, data=batch(8)[0]),
+        TypeError,
+        "batch",
+        r"one global batch \(x, y\).*got a ndarray",
+        id="batch-x-only",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, data=(*batch(8), 1)),
+        TypeError,
+        "batch",
+        r"got a tuple of 3 items",
+        id="batch-three-items",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, data=(batch(8)[0], batch(8)[1][:6])),
         ValueError,
+        "y",
+        r"x has 8 examples but y has 6.*\(x\[:6\], y\[:6\]\)",
+        id="batch-x-and-y-differ",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, data=(batch(8)[0], np.array(["cat", "dog"] * 4))),
+        TypeError,
+        "y",
+        r"y holds text such as 'cat'.*np\.unique\(y, return_inverse=True\)",
+        id="string-labels",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, loss="msee"),
+        ValueError,
+        "loss",
+        r"loss='msee' is not a Keras loss name: use a name such as 'mse'",
+        id="loss-misspelt",
+    ),
+    pytest.param(
+        lambda s: equivalence(s, model=classifier, compute_loss=cross_entropy, data=class_batch()),
+        ValueError,
+        "loss",
         r"the reference loss \(mse\) cannot score this model: predictions of shape \(8, 5\)"
         r".*loss=keras\.losses\.SparseCategoricalCrossentropy",
-    ),
-    (
-        lambda m, x, y: tf.reduce_mean(m(x)["missing"]),
-        model_fn(),
-        batch(8),
-        "mse",
-        ValueError,
-        r"compute_loss\(model, x, y\) failed on one replica's share",
+        id="classifier-checked-with-mse",
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("compute_loss", "build", "data", "loss", "error", "match"),
-    WRONG_LOSS_STEPS,
-    ids=[
-        "returns-None",
-        "returns-a-vector",
-        "two-arguments",
-        "wrong-features",
-        "classifier-mse",
-        "raises",
-    ],
-)
-def test_wrong_loss_steps_get_a_sentence_without_tensorflow_traceback_text(
-    strategy, compute_loss, build, data, loss, error, match
+@pytest.mark.wrong_inputs("mk.check_step_equivalence")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_EQUIVALENCE_INPUTS)
+def test_wrong_inputs_get_a_sentence_without_tensorflow_traceback_text(
+    refuses, strategy, call, error, argument, match
 ):
-    with pytest.raises(error, match=match) as raised:
-        mk.check_step_equivalence(strategy, build, compute_loss, data, loss=loss)
-    message = str(raised.value)
-    assert "in user code" not in message and 'File "' not in message
-    assert "Traceback" not in message
+    refuses(lambda: call(strategy), error, argument, match)
+
+
+def test_dropout_with_rate_zero_is_no_obstacle(strategy):
+    report = equivalence(strategy, model=with_layer(keras.layers.Dropout, 0.0))
+    assert report.equivalent, str(report)
 
 
 def test_a_classifier_checked_with_its_own_loss_is_equivalent(strategy):

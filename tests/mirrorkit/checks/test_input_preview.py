@@ -186,64 +186,124 @@ def test_default_policy_is_auto(strategy):
     assert "on one worker, as here, every example still reaches exactly one replica" in str(preview)
 
 
-@pytest.mark.parametrize(
-    ("source", "error", "message"),
-    [
-        (tf.data.Dataset.range(8), ValueError, "the dataset is not batched"),
-        (tf.data.Dataset.range(8).enumerate(), ValueError, "first component of each element"),
-        (
-            tf.data.Dataset.from_tensor_slices(["a", "b"]).batch(2),
-            TypeError,
-            "has no integer ids.*dtype=tf.string",
-        ),
-        (
-            tf.data.Dataset.from_tensor_slices(tf.zeros((4, 3))).batch(2),
-            TypeError,
-            "dataset.enumerate\\(\\) before .batch",
-        ),
-        (
-            tf.data.Dataset.from_tensor_slices({"x": tf.zeros(4)}).batch(2),
-            TypeError,
-            "has no ids",
-        ),
-        (
-            tf.data.Dataset.from_tensor_slices(tf.zeros((4, 3), tf.int64)).batch(2),
-            TypeError,
-            "ids of shape \\(None, 3\\)",
-        ),
-        ([0, 1, 2], TypeError, "expected a tf.data.Dataset, or a function"),
-        (lambda context: [0, 1], TypeError, "returned list, not a tf.data.Dataset"),
-        (lambda: tf.data.Dataset.range(4).batch(1), TypeError, "exactly one argument"),
-        (lambda context: tf.data.Dataset.range(4), ValueError, "get_per_replica_batch_size"),
-    ],
-    ids=[
-        "unbatched",
-        "unbatched-tuple",
-        "strings",
-        "float-features",
-        "dict-without-id",
-        "2d-ids",
-        "not-a-dataset",
-        "fn-returns-list",
-        "fn-without-argument",
-        "fn-unbatched",
-    ],
-)
-def test_bad_inputs_give_clear_errors(strategy, source, error, message):
-    with pytest.raises(error, match=message):
-        mk.preview_input(strategy, source)
+def preview(source, **kwargs):
+    """preview_input of ``source`` (or of a good dataset) with the session's strategy."""
+    return lambda s: mk.preview_input(s, ids(8, 4) if source is None else source, **kwargs)
 
 
-def test_bad_arguments(strategy):
-    dataset = ids(8, 4)
-    with pytest.raises(ValueError, match="steps must be at least 1, got 0"):
-        mk.preview_input(strategy, dataset, steps=0)
-    with pytest.raises(TypeError, match="steps must be an int"):
-        mk.preview_input(strategy, dataset, steps=2.0)
-    with pytest.raises(TypeError, match="input_options must be a tf.distribute.InputOptions"):
-        mk.preview_input(strategy, dataset, input_options={"fetch": False})
-    with pytest.raises(TypeError, match="expected a tf.distribute.Strategy"):
-        mk.preview_input("mirrored", dataset)
+WRONG_PREVIEWS = [
+    pytest.param(
+        preview(tf.data.Dataset.range(8)),
+        ValueError,
+        "dataset",
+        r"the dataset is not batched.*dataset\.batch\(global_batch\)",
+        id="unbatched",
+    ),
+    pytest.param(
+        preview(tf.data.Dataset.range(8).enumerate()),
+        ValueError,
+        "dataset",
+        "first component of each element",
+        id="unbatched-tuple",
+    ),
+    pytest.param(
+        preview(tf.data.Dataset.from_tensor_slices(["a", "b"]).batch(2)),
+        TypeError,
+        "dataset",
+        r"has no integer ids.*dtype=tf\.string.*dataset\.enumerate\(\) before \.batch",
+        id="strings",
+    ),
+    pytest.param(
+        preview(tf.data.Dataset.from_tensor_slices(tf.zeros((4, 3))).batch(2)),
+        TypeError,
+        "dataset",
+        r"dataset\.enumerate\(\) before \.batch",
+        id="float-features",
+    ),
+    pytest.param(
+        preview(tf.data.Dataset.from_tensor_slices({"x": tf.zeros(4)}).batch(2)),
+        TypeError,
+        "dataset",
+        "has no ids.*'id'",
+        id="dict-without-id",
+    ),
+    pytest.param(
+        preview(tf.data.Dataset.from_tensor_slices(tf.zeros((4, 3), tf.int64)).batch(2)),
+        TypeError,
+        "dataset",
+        r"ids of shape \(None, 3\)",
+        id="2d-ids",
+    ),
+    pytest.param(
+        preview([0, 1, 2]),
+        TypeError,
+        "dataset_or_fn",
+        r"got list: make a dataset of it first",
+        id="a-list",
+    ),
+    pytest.param(
+        lambda s: mk.preview_input(s, s.experimental_distribute_dataset(ids(8, 4))),
+        TypeError,
+        "dataset_or_fn",
+        r"already distributed: pass the dataset itself",
+        id="already-distributed",
+    ),
+    pytest.param(
+        preview(lambda context: [0, 1]),
+        TypeError,
+        "dataset",
+        "returned list, not a tf.data.Dataset",
+        id="fn-returns-list",
+    ),
+    pytest.param(
+        preview(lambda: tf.data.Dataset.range(4).batch(1)),
+        TypeError,
+        "InputContext",
+        "exactly one argument",
+        id="fn-without-argument",
+    ),
+    pytest.param(
+        preview(lambda context: tf.data.Dataset.range(4)),
+        ValueError,
+        "batch",
+        "get_per_replica_batch_size",
+        id="fn-unbatched",
+    ),
+    pytest.param(
+        preview(None, steps=0), ValueError, "steps", "steps must be at least 1, got 0", id="steps-0"
+    ),
+    pytest.param(
+        preview(None, steps=2.0), TypeError, "steps", "steps must be an int", id="steps-a-float"
+    ),
+    pytest.param(
+        preview(None, input_options={"fetch": False}),
+        TypeError,
+        "input_options",
+        "input_options must be a tf.distribute.InputOptions",
+        id="input_options-a-dict",
+    ),
+    pytest.param(
+        lambda s: mk.preview_input("mirrored", ids(8, 4)),
+        TypeError,
+        "strategy",
+        r"got the text 'mirrored': create one with strategy = mk\.make_strategy\(\) and call "
+        r"mk\.preview_input\(strategy, dataset\)",
+        id="strategy-a-string",
+    ),
+    pytest.param(
+        lambda s: mk.preview_input(ids(8, 4), s),
+        TypeError,
+        "strategy",
+        r"got _BatchDataset",
+        id="arguments-swapped",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.preview_input")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_PREVIEWS)
+def test_wrong_inputs_give_clear_errors(refuses, strategy, call, error, argument, match):
+    refuses(lambda: call(strategy), error, argument, match)
 
 
 def test_check_input_pipeline(strategy):

@@ -1,3 +1,6 @@
+import keras
+import numpy as np
+import pytest
 import tensorflow as tf
 
 import mirrorkit as mk
@@ -33,7 +36,7 @@ def test_check_mirrored(strategy):
     outside = mk.check_mirrored(tf.Variable(0.0), strategy)
     assert not outside and "with strategy.scope()" in outside.message
     assert "SyncOnReadVariable" in mk.check_mirrored(on_read, strategy).message
-    assert "expected a tf.Variable" in mk.check_mirrored(3, strategy).message
+    assert "value has type int, not a variable" in mk.check_mirrored(3, strategy).message
     two = mk.make_strategy(devices=mk.replica_devices(strategy)[:2])
     wrong_strategy = mk.check_mirrored(good, two)
     assert f"it has {REPLICAS} copies but the strategy has 2 replicas" in wrong_strategy.message
@@ -55,12 +58,10 @@ def test_check_per_replica(strategy):
     assert not wrong and wrong.message == "replica 2 holds 4, expected 2."
     not_distributed = mk.check_per_replica(tf.constant(1.0), strategy, expected=expected)
     assert "compute it with strategy.run" in not_distributed.message
-    assert "got str" in mk.check_per_replica("x", strategy, expected=expected).message
+    assert "has type str" in mk.check_per_replica("x", strategy, expected=expected).message
 
 
 def test_check_per_replica_wrong_expected_length(strategy):
-    import pytest
-
     with pytest.raises(ValueError, match="expected has 1 values for"):
         mk.check_per_replica(tf.constant(1.0), strategy, expected=[1])
 
@@ -84,15 +85,10 @@ def test_html_of_a_result():
 
 
 def _model_fn():
-    import keras
-
     return keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, name="check_loss_dense")])
 
 
 def test_check_loss_step_passes_the_right_loss_and_names_the_wrong_one(strategy):
-    import keras
-    import numpy as np
-
     rng = np.random.default_rng(0)
     batch = (rng.normal(size=(8, 3)).astype("float32"), rng.normal(size=(8, 1)).astype("float32"))
 
@@ -109,3 +105,337 @@ def test_check_loss_step_passes_the_right_loss_and_names_the_wrong_one(strategy)
     assert repr(mk.check_loss_step(..., strategy, _model_fn, batch)).startswith("NOT YET")
     broken = mk.check_loss_step(lambda model, x, y: None, strategy, _model_fn, batch)
     assert not broken and "compute_loss" in broken.message
+
+
+# ----------------------------------------------------------------------------- wrong inputs
+# Each case is a call given the session's strategy. A mistake in the learner's answer is a
+# NOT YET verdict (error None); a mistake in how the check is called raises.
+
+
+def ids(strategy):
+    return strategy.run(lambda: tf.cast(replica_id(), tf.float32))
+
+
+def mirrored(strategy):
+    with strategy.scope():
+        return tf.Variable(0.0)
+
+
+def judged(refuses, clear_message, call, error, argument, match):
+    if error is None:
+        result = call()
+        assert not result.passed, result
+        clear_message(result.message, argument, match)
+    else:
+        refuses(call, error, argument, match)
+
+
+WRONG_MIRRORED = [
+    pytest.param(
+        lambda s: mk.check_mirrored(tf.constant(1.0), s),
+        None,
+        "value",
+        r"not a variable: create it with tf\.Variable\(\.\.\.\) inside `with strategy\.scope",
+        id="a-tensor",
+    ),
+    pytest.param(
+        lambda s: mk.check_mirrored(tf.Variable(1.0), s),
+        None,
+        "value",
+        r"plain variable with one copy: create it inside `with strategy\.scope",
+        id="made-outside-scope",
+    ),
+    pytest.param(
+        lambda s: mk.check_mirrored(_model_fn(), s),
+        None,
+        "value",
+        r"Keras model or layer \(Sequential\).*model\.trainable_variables\[0\]",
+        id="a-model",
+    ),
+    pytest.param(
+        lambda s: mk.check_mirrored([mirrored(s)], s),
+        None,
+        "value",
+        r"has type list, not a variable: pass one value",
+        id="a-list-of-variables",
+    ),
+    pytest.param(
+        lambda s: mk.check_mirrored(s, mirrored(s)),
+        TypeError,
+        "strategy",
+        r"got MirroredVariable: create one with strategy = mk\.make_strategy\(\) and call "
+        r"mk\.check_mirrored\(variable, strategy\)",
+        id="arguments-swapped",
+    ),
+    pytest.param(
+        lambda s: mk.check_mirrored(mirrored(s), tf.distribute.MirroredStrategy),
+        TypeError,
+        "strategy",
+        r"the class MirroredStrategy, not a strategy",
+        id="strategy-the-class",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.check_mirrored")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_MIRRORED)
+def test_check_mirrored_wrong_inputs(
+    refuses, clear_message, strategy, call, error, argument, match
+):
+    judged(refuses, clear_message, lambda: call(strategy), error, argument, match)
+
+
+WRONG_PER_REPLICA = [
+    pytest.param(
+        lambda s: mk.check_per_replica(ids(s), s, expected=0.0),
+        TypeError,
+        "expected",
+        r"a list of 4; got float 0\.0\. For one value every replica holds, call "
+        r"mk\.check_all_reduced\(value, strategy, expected=0\.0\)",
+        id="expected-one-number",
+    ),
+    pytest.param(
+        lambda s: mk.check_per_replica(ids(s), s, expected=[0, 1]),
+        ValueError,
+        "expected",
+        r"2 values for 4 replicas: give one per replica",
+        id="expected-too-short",
+    ),
+    pytest.param(
+        lambda s: mk.check_per_replica(ids(s), s, expected=["0", "1", "2", "3"]),
+        TypeError,
+        "expected[0]",
+        r"must be a number or an array of numbers, got str '0'",
+        id="expected-strings",
+    ),
+    pytest.param(
+        lambda s: mk.check_per_replica(s.experimental_local_results(ids(s)), s, [0, 1, 2, 3]),
+        None,
+        "value",
+        r"not strategy\.experimental_local_results\(\.\.\.\) of it",
+        id="local-results",
+    ),
+    pytest.param(
+        lambda s: mk.check_per_replica(tf.constant(0.0), s, [0, 1, 2, 3]),
+        None,
+        "value",
+        r"not a per-replica value: compute it with strategy\.run\(fn\)",
+        id="a-tensor",
+    ),
+    pytest.param(
+        lambda s: mk.check_per_replica(ids(s), s, [[i, i] for i in range(4)]),
+        None,
+        "replica 0",
+        r"holds a value of shape \(\), expected shape \(2,\)",
+        id="expected-of-another-shape",
+    ),
+    pytest.param(
+        lambda s: mk.check_per_replica(ids(s), None, [0, 1, 2, 3]),
+        TypeError,
+        "strategy",
+        r"got NoneType: create one with strategy = mk\.make_strategy\(\)",
+        id="strategy-None",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.check_per_replica")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_PER_REPLICA)
+def test_check_per_replica_wrong_inputs(
+    refuses, clear_message, strategy, call, error, argument, match
+):
+    judged(refuses, clear_message, lambda: call(strategy), error, argument, match)
+
+
+WRONG_ALL_REDUCED = [
+    pytest.param(
+        lambda s: mk.check_all_reduced(ids(s), s, expected="6"),
+        TypeError,
+        "expected",
+        r"must be a number or an array of numbers, got str '6'",
+        id="expected-a-string",
+    ),
+    pytest.param(
+        lambda s: mk.check_all_reduced(ids(s), s, expected=None),
+        TypeError,
+        "expected",
+        r"got NoneType None: write it as the value you expect",
+        id="expected-None",
+    ),
+    pytest.param(
+        lambda s: mk.check_all_reduced(ids(s), s, expected=[6.0] * 4),
+        None,
+        "replica 0",
+        r"holds a value of shape \(\), expected shape \(4,\)",
+        id="expected-one-per-replica",
+    ),
+    pytest.param(
+        lambda s: mk.check_all_reduced(s.reduce("SUM", ids(s), axis=None), s, expected=6.0),
+        None,
+        "value",
+        r"not a per-replica value: compute it with strategy\.run\(fn\)",
+        id="reduced-to-one-tensor",
+    ),
+    pytest.param(
+        lambda s: mk.check_all_reduced(ids(s), s, expected=6.0),
+        None,
+        "replica 0",
+        r"replica 0 holds 0, expected 6",
+        id="not-all-reduced",
+    ),
+    pytest.param(
+        lambda s: mk.check_all_reduced(ids(s), "mirrored", expected=6.0),
+        TypeError,
+        "strategy",
+        r"got the text 'mirrored': create one with strategy = mk\.make_strategy\(\)",
+        id="strategy-a-string",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.check_all_reduced")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_ALL_REDUCED)
+def test_check_all_reduced_wrong_inputs(
+    refuses, clear_message, strategy, call, error, argument, match
+):
+    judged(refuses, clear_message, lambda: call(strategy), error, argument, match)
+
+
+def dataset(n=16, batch=8):
+    return tf.data.Dataset.range(n).batch(batch)
+
+
+WRONG_PIPELINES = [
+    pytest.param(
+        lambda s: mk.check_input_pipeline(list(range(16)), s),
+        None,
+        "dataset_or_fn",
+        r"got list: make a dataset of it first, e\.g\. tf\.data\.Dataset\.from_tensor_slices",
+        id="a-list",
+    ),
+    pytest.param(
+        lambda s: mk.check_input_pipeline(s.experimental_distribute_dataset(dataset()), s),
+        None,
+        "dataset_or_fn",
+        r"already distributed: pass the dataset itself",
+        id="already-distributed",
+    ),
+    pytest.param(
+        lambda s: mk.check_input_pipeline(tf.data.Dataset.range(16), s),
+        None,
+        "dataset",
+        r"not batched.*dataset\.batch\(global_batch\)",
+        id="unbatched",
+    ),
+    pytest.param(
+        lambda s: mk.check_input_pipeline(dataset(), s, per_replica_batch="2"),
+        TypeError,
+        "per_replica_batch",
+        r"got str '2': write the count, e\.g\. per_replica_batch=8",
+        id="per_replica_batch-a-string",
+    ),
+    pytest.param(
+        lambda s: mk.check_input_pipeline(dataset(), s, per_replica_batch=0),
+        ValueError,
+        "per_replica_batch",
+        r"at least 1, got 0",
+        id="per_replica_batch-0",
+    ),
+    pytest.param(
+        lambda s: mk.check_input_pipeline(dataset(), s, auto_shard="FILES"),
+        ValueError,
+        "auto_shard",
+        r"one of 'AUTO', 'FILE', 'DATA', 'HINT', 'OFF'; got 'FILES'",
+        id="auto_shard-misspelt",
+    ),
+    pytest.param(
+        lambda s: mk.check_input_pipeline(s, dataset()),
+        TypeError,
+        "strategy",
+        r"got _BatchDataset: create one with strategy = mk\.make_strategy\(\) and call "
+        r"mk\.check_input_pipeline\(dataset, strategy\)",
+        id="arguments-swapped",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.check_input_pipeline")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_PIPELINES)
+def test_check_input_pipeline_wrong_inputs(
+    refuses, clear_message, strategy, call, error, argument, match
+):
+    judged(refuses, clear_message, lambda: call(strategy), error, argument, match)
+
+
+def test_an_auto_shard_policy_member_is_read_as_its_name(strategy):
+    result = mk.check_input_pipeline(
+        dataset(), strategy, auto_shard=tf.data.experimental.AutoShardPolicy.DATA
+    )
+    assert "auto-shard policy is AUTO, expected DATA" in result.message
+
+
+def mean_squared(model, x, y):
+    per_example = keras.losses.mean_squared_error(y, model(x, training=True))
+    return tf.nn.compute_average_loss(per_example, global_batch_size=8)
+
+
+def loss_batch():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(8, 3)).astype("float32"), rng.normal(size=(8, 1)).astype("float32")
+
+
+WRONG_LOSS_STEPS = [
+    pytest.param(
+        lambda s: mk.check_loss_step(lambda model, x, y: None, s, _model_fn, loss_batch()),
+        None,
+        "compute_loss",
+        r"end it with `return loss`",
+        id="compute_loss-returns-None",
+    ),
+    pytest.param(
+        lambda s: mk.check_loss_step(mean_squared, s, _model_fn(), loss_batch()),
+        None,
+        "model_fn",
+        r"not a model: both runs need their own copy, e\.g\. model_fn=build_model",
+        id="model_fn-a-model",
+    ),
+    pytest.param(
+        lambda s: mk.check_loss_step(mean_squared, s, _model_fn, tf.data.Dataset.range(8)),
+        None,
+        "batch",
+        r"one global batch \(x, y\).*e\.g\. \(x_train\[:8\], y_train\[:8\]\)",
+        id="batch-a-dataset",
+    ),
+    pytest.param(
+        lambda s: mk.check_loss_step(mean_squared, s, _model_fn, loss_batch(), loss="msee"),
+        None,
+        "loss",
+        r"loss='msee' is not a Keras loss name",
+        id="loss-misspelt",
+    ),
+    pytest.param(
+        lambda s: mk.check_loss_step(
+            mean_squared, s, _model_fn, (loss_batch()[0], np.array(["a", "b"] * 4))
+        ),
+        None,
+        "y",
+        r"y holds text such as 'a'.*np\.unique",
+        id="string-labels",
+    ),
+    pytest.param(
+        lambda s: mk.check_loss_step(mean_squared, _model_fn, s, loss_batch()),
+        TypeError,
+        "strategy",
+        r"got the function _model_fn: create one with strategy = mk\.make_strategy\(\) and call "
+        r"mk\.check_loss_step\(compute_loss, strategy, model_fn, batch\)",
+        id="arguments-swapped",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.check_loss_step")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_LOSS_STEPS)
+def test_check_loss_step_wrong_inputs(
+    refuses, clear_message, strategy, call, error, argument, match
+):
+    judged(refuses, clear_message, lambda: call(strategy), error, argument, match)

@@ -11,6 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import keras
 import pytest
 import tensorflow as tf
 
@@ -260,19 +261,6 @@ def test_only_folders_of_ended_owners_are_removed(tmp_path):
     assert not dead.exists() and alive.exists() and other.exists()
 
 
-def test_a_strategy_passed_to_the_workers_gets_a_sentence_not_a_pickling_error(strategy):
-    def train(context, strategy):
-        return strategy.num_replicas_in_sync
-
-    with pytest.raises(TypeError) as raised:
-        mk.LocalCluster(2, echo=False).run(train, args=(strategy,))
-    message = str(raised.value)
-    assert message.startswith("args[0] (MirroredStrategy) cannot be sent to the worker processes")
-    assert "ctx.strategy is the worker's strategy" in message
-    with pytest.raises(TypeError, match=r"kwargs\['data'\] \(\w*Dataset\w*\)"):
-        mk.LocalCluster(2, echo=False).run(train, kwargs={"data": tf.data.Dataset.range(3)})
-
-
 def test_interrupt_stops_every_worker(tmp_path, no_orphans):
     owner, processes = start_owner(tmp_path)
     owner.send_signal(signal.SIGINT)  # the notebook's stop button
@@ -288,17 +276,338 @@ def test_interrupt_stops_every_worker(tmp_path, no_orphans):
     assert wait_gone(processes, within=5.0) == []
 
 
-def test_bad_arguments_say_what_to_do():
-    with pytest.raises(ValueError, match="network must be one of"):
-        mk.LocalCluster(2, network="public")
-    with pytest.raises(ValueError, match="absent workers must be in 0..1"):
-        mk.LocalCluster(2).run(count_steps, absent=[2])
-    with pytest.raises(ValueError, match="this cluster has workers 0..1"):
-        mk.LocalCluster(2).run(count_steps, fault=mk.KillWorker(worker=5, at_step=1))
-    with pytest.raises(ValueError, match="at_step >= 1"):
-        mk.KillWorker(worker=0, at_step=0)
-    with pytest.raises(TypeError, match="function must be callable"):
-        mk.LocalCluster(2).run("train.py")
+# --- wrong inputs: each refused here, before any process starts ---
+
+WRONG_CLUSTERS = [
+    pytest.param(dict(num_workers=0), ValueError, "num_workers", r"from 1 to 16", id="no worker"),
+    pytest.param(
+        dict(num_workers="2"), TypeError, "num_workers", r"write LocalCluster\(2\)", id="a string"
+    ),
+    pytest.param(
+        dict(num_workers=1.5), TypeError, "num_workers", r"an int from 1 to 16", id="a float"
+    ),
+    pytest.param(dict(num_workers=17), ValueError, "num_workers", r"from 1 to 16", id="too many"),
+    pytest.param(
+        dict(network="public"),
+        ValueError,
+        "network",
+        r"one of \('private', 'shared'\).*see mirrorkit\.cluster\.scaleout",
+        id="an unknown network",
+    ),
+    pytest.param(
+        dict(start_timeout="60"),
+        TypeError,
+        "start_timeout",
+        r"write start_timeout=60",
+        id="a timeout as a string",
+    ),
+    pytest.param(
+        dict(start_timeout=0), ValueError, "start_timeout", r"above 0", id="a timeout of 0"
+    ),
+    pytest.param(
+        dict(collective_timeout=-1),
+        ValueError,
+        "collective_timeout",
+        r"write collective_timeout=30",
+        id="a negative collective timeout",
+    ),
+    pytest.param(
+        dict(env={"BATCH": 64}),
+        TypeError,
+        "env",
+        r"numbers quoted, e\.g\. env=\{'BATCH': '64'\}",
+        id="a number in env",
+    ),
+    pytest.param(
+        dict(logical_devices=0), ValueError, "logical_devices", r">= 1", id="no logical device"
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.LocalCluster")
+@pytest.mark.parametrize(("kwargs", "error", "argument", "match"), WRONG_CLUSTERS)
+def test_wrong_cluster_settings_get_a_clear_message(refuses, kwargs, error, argument, match):
+    refuses(lambda: mk.LocalCluster(**{"echo": False, **kwargs}), error, argument, match)
+
+
+def train(context, epochs=1):
+    return epochs
+
+
+def no_context():
+    return 1
+
+
+WRONG_RUNS = [  # each a call(cluster of 2 workers, the session's strategy)
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train(None)),
+        TypeError,
+        "function",
+        r"pass the function itself, run\(train\), not what it returns",
+        id="the function's result",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run("train.py"),
+        TypeError,
+        "function",
+        r"for a script file use run_script\('train.py'\)",
+        id="a script's name",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(
+            keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        ),
+        TypeError,
+        "function",
+        r"Keras model.*def train\(context\): that builds the model",
+        id="a Keras model",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(no_context),
+        TypeError,
+        "context",
+        r"WorkerContext first.*write def no_context\(context, \.\.\.\)",
+        id="a function without the context",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, args=(1, 2)),
+        TypeError,
+        "args",
+        r"train\(context, 1, 2\) \(too many positional arguments\)",
+        id="more args than the function takes",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, args="data.csv"),
+        TypeError,
+        "args",
+        r"write args=\('data.csv',\)",
+        id="args as a string",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, kwargs=[("epochs", 3)]),
+        TypeError,
+        "kwargs",
+        r"write kwargs=\{'epochs': 3\}",
+        id="kwargs as a list",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, args=(strategy,)),
+        TypeError,
+        "args[0]",
+        r"^args\[0\] \(MirroredStrategy\) cannot be sent to the worker processes.*"
+        r"ctx\.strategy is the worker's strategy",
+        id="a strategy as an argument",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, kwargs={"epochs": tf.data.Dataset.range(3)}),
+        TypeError,
+        "kwargs['epochs']",
+        r"\(\w*Dataset\w*\) cannot be sent.*build the strategy's objects inside the function",
+        id="a dataset as an argument",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, on_event=[]),
+        TypeError,
+        "on_event",
+        r"e\.g\. on_event=events\.append",
+        id="a list as on_event",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, timeout=0),
+        ValueError,
+        "timeout",
+        r"write timeout=120 \(or None for no limit\)",
+        id="a timeout of 0",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, timeout="30"),
+        TypeError,
+        "timeout",
+        r"write timeout=120",
+        id="a timeout as a string",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, fault=(1, 3)),
+        TypeError,
+        "fault",
+        r"write fault=mk\.KillWorker\(worker=1, at_step=3\)",
+        id="a fault as a tuple",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, fault=mk.KillWorker(worker=5, at_step=1)),
+        ValueError,
+        "fault",
+        r"this cluster has workers 0\.\.1; pick one of them",
+        id="a fault on a worker the cluster lacks",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, absent=1),
+        TypeError,
+        "absent",
+        r"write absent=\[1\]",
+        id="absent as an int",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, absent=[2]),
+        ValueError,
+        "absent",
+        r"must be in 0\.\.1",
+        id="an absent worker the cluster lacks",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.LocalCluster.run")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_RUNS)
+def test_wrong_runs_are_refused_before_any_process_starts(
+    refuses, strategy, no_orphans, call, error, argument, match
+):
+    before = our_cluster_processes()
+    refuses(lambda: call(mk.LocalCluster(2, echo=False), strategy), error, argument, match)
+    assert our_cluster_processes() == before
+
+
+TRAIN_SCRIPT = "import tensorflow as tf\n\n\ndef train(context):\n    return 1\n"
+
+WRONG_SCRIPTS = [  # each a call(cluster of 2 workers, a folder holding train.py)
+    pytest.param(
+        lambda cluster, folder: cluster.run_script("trian.py"),
+        FileNotFoundError,
+        "path 'trian.py'",
+        r"names no file \(looked in .*\): check the name, or give the script's full path",
+        id="a file that does not exist",
+    ),
+    pytest.param(
+        lambda cluster, folder: cluster.run_script(folder),
+        ValueError,
+        "path",
+        r"is a folder: name the training script inside it, e\.g\. '.*train\.py'",
+        id="a folder",
+    ),
+    pytest.param(
+        lambda cluster, folder: cluster.run_script(folder / "train.ipynb"),
+        ValueError,
+        "path",
+        r"notebook.*jupyter nbconvert --to script .*train\.ipynb",
+        id="a notebook",
+    ),
+    pytest.param(
+        lambda cluster, folder: cluster.run_script(folder / "train.txt"),
+        ValueError,
+        "path",
+        r"not a Python script \(\.py\).*e\.g\. '.*train\.py'",
+        id="not a .py file",
+    ),
+    pytest.param(
+        lambda cluster, folder: cluster.run_script(f"{folder / 'train.py'}:trian"),
+        ValueError,
+        "trian",
+        r"its functions: train\): check the name after the colon",
+        id="a function the script does not define",
+    ),
+    pytest.param(
+        lambda cluster, folder: cluster.run_script(f"{folder / 'train.py'}:train()"),
+        ValueError,
+        "path",
+        r"not a function's name: write '.*train\.py:train'",
+        id="a call after the colon",
+    ),
+    pytest.param(
+        lambda cluster, folder: cluster.run_script(train),
+        TypeError,
+        "path",
+        r"run a function with run\(function\)",
+        id="a function instead of a script",
+    ),
+    pytest.param(
+        lambda cluster, folder: cluster.run_script(folder / "train.py", args="--epochs 3"),
+        TypeError,
+        "args",
+        r"write args=\['--epochs', '3'\]",
+        id="args as one string",
+    ),
+    pytest.param(
+        lambda cluster, folder: cluster.run_script(folder / "train.py", timeout=-5),
+        ValueError,
+        "timeout",
+        r"write timeout=120",
+        id="a negative timeout",
+    ),
+    pytest.param(
+        lambda cluster, folder: cluster.run_script(
+            folder / "train.py", fault=mk.KillWorker(worker=2, at_step=1)
+        ),
+        ValueError,
+        "fault",
+        r"this cluster has workers 0\.\.1; pick one of them",
+        id="a fault on a worker the cluster lacks",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.LocalCluster.run_script")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_SCRIPTS)
+def test_wrong_scripts_are_refused_before_any_process_starts(
+    refuses, tmp_path, no_orphans, call, error, argument, match
+):
+    (tmp_path / "train.py").write_text(TRAIN_SCRIPT)
+    (tmp_path / "train.ipynb").write_text("{}")
+    (tmp_path / "train.txt").write_text(TRAIN_SCRIPT)
+    before = our_cluster_processes()
+    refuses(lambda: call(mk.LocalCluster(2, echo=False), tmp_path), error, argument, match)
+    assert our_cluster_processes() == before
+
+
+WRONG_FAULTS = [
+    pytest.param(
+        dict(worker="1", at_step=3),
+        TypeError,
+        "KillWorker.worker",
+        r"write KillWorker\(worker=1, at_step=3\)",
+        id="a worker as a string",
+    ),
+    pytest.param(
+        dict(worker=[1, 2], at_step=3),
+        TypeError,
+        "KillWorker.worker",
+        r"one worker per KillWorker",
+        id="two workers",
+    ),
+    pytest.param(
+        dict(worker=-1, at_step=3),
+        ValueError,
+        "KillWorker.worker",
+        r">= 0 \(0 is the chief",
+        id="a negative worker",
+    ),
+    pytest.param(
+        dict(worker=1, at_step=0),
+        ValueError,
+        "KillWorker.at_step",
+        r"at_step >= 1|>= 1 \(the first step is 1\)",
+        id="step 0",
+    ),
+    pytest.param(
+        dict(worker=1, at_step=2.5),
+        TypeError,
+        "KillWorker.at_step",
+        r"the step after which it dies",
+        id="a fractional step",
+    ),
+    pytest.param(
+        dict(worker=1, at_step=None),
+        TypeError,
+        "KillWorker.at_step",
+        r"write KillWorker\(worker=1, at_step=3\)",
+        id="no step",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.KillWorker")
+@pytest.mark.parametrize(("kwargs", "error", "argument", "match"), WRONG_FAULTS)
+def test_wrong_faults_get_a_clear_message(refuses, kwargs, error, argument, match):
+    refuses(lambda: mk.KillWorker(**kwargs), error, argument, match)
 
 
 def test_frozen_worker_is_found_by_heartbeat_and_named(no_orphans):

@@ -86,12 +86,182 @@ def test_worker_cli_runs_under_slurm_variables(tmp_path):
     assert all(r["total"] == 3.0 for r in results)
 
 
-def test_context_outside_a_worker_explains_itself(monkeypatch):
+# --- wrong inputs: each refused before this process joins anything ---
+
+PORTS = _procs.free_ports(2)
+ADDRESSES = [f"127.0.0.1:{port}" for port in PORTS]
+CLUSTER = json.dumps({"worker": ADDRESSES})
+SLURM = ("SLURM_PROCID", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_NUM_TASKS")
+
+WRONG_ENVIRONMENTS = [  # TF_CONFIG (None: unset), from_environment's arguments
+    pytest.param(
+        None,
+        {},
+        ValueError,
+        "TF_CONFIG",
+        r"export it on every worker \(mirrorkit\.cluster\.scaleout\.tf_configs",
+        id="outside a worker",
+    ),
+    pytest.param(
+        str({"cluster": {"worker": ADDRESSES}, "task": {"type": "worker", "index": 0}}),
+        {},
+        ValueError,
+        "TF_CONFIG",
+        r"not JSON; it uses Python's quotes.*write it with json\.dumps",
+        id="a Python dict, not JSON",
+    ),
+    pytest.param(
+        json.dumps({"worker": ADDRESSES, "task": {"type": "worker", "index": 0}}),
+        {},
+        ValueError,
+        "TF_CONFIG",
+        r"no cluster with a list of worker addresses.*\{\"cluster\": \{\"worker\"",
+        id="no cluster around the workers",
+    ),
+    pytest.param(
+        f'{{"cluster": {CLUSTER}}}',
+        {},
+        ValueError,
+        "TF_CONFIG",
+        r'add "task": \{"type": "worker", "index": N\}',
+        id="no task",
+    ),
+    pytest.param(
+        json.dumps({"cluster": {"worker": ADDRESSES}, "task": {"type": "worker", "index": 2}}),
+        {},
+        ValueError,
+        "TF_CONFIG",
+        r"task index 2 .* use 0 to 1",
+        id="a task index outside the cluster",
+    ),
+    pytest.param(
+        json.dumps({"cluster": {"worker": ADDRESSES}, "task": {"type": "chief", "index": 0}}),
+        {},
+        ValueError,
+        "TF_CONFIG",
+        r"task type 'chief' is not in its cluster.*write \"type\": \"worker\"",
+        id="a task type the cluster lacks",
+    ),
+    pytest.param(
+        None,
+        {"resolver": "mpi"},
+        ValueError,
+        "resolver",
+        r"'tf_config' or 'slurm'",
+        id="an unknown resolver",
+    ),
+    pytest.param(
+        None,
+        {"resolver": "slurm"},
+        RuntimeError,
+        "resolver='slurm'",
+        r"run this inside a Slurm job step, i\.e\. in a command started by srun",
+        id="slurm outside srun",
+    ),
+    pytest.param(
+        json.dumps({"cluster": {"worker": ADDRESSES}, "task": {"type": "worker", "index": 0}}),
+        {"timeout_seconds": "30"},
+        TypeError,
+        "timeout_seconds",
+        r"write timeout_seconds=30, or None for no limit",
+        id="a timeout as a string",
+    ),
+    pytest.param(
+        json.dumps({"cluster": {"worker": ADDRESSES}, "task": {"type": "worker", "index": 0}}),
+        {"port": 12345},
+        ValueError,
+        "port",
+        r"only with resolver='slurm'.*port is in its address",
+        id="a port beside TF_CONFIG",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.WorkerContext.from_environment")
+@pytest.mark.parametrize(("tf_config", "kwargs", "error", "argument", "match"), WRONG_ENVIRONMENTS)
+def test_wrong_environments_are_refused_before_joining(
+    refuses, monkeypatch, tf_config, kwargs, error, argument, match
+):
+    for name in SLURM:
+        monkeypatch.delenv(name, raising=False)
+    if tf_config is None:
+        monkeypatch.delenv("TF_CONFIG", raising=False)
+    else:
+        monkeypatch.setenv("TF_CONFIG", tf_config)
+    refuses(lambda: mk.WorkerContext.from_environment(**kwargs), error, argument, match)
+    # Nothing joined: no TensorFlow server was started at the addresses of TF_CONFIG.
+    assert all(probe_state(address) != "listening" for address in ADDRESSES)
+
+
+def in_the_notebook(monkeypatch, strategy):
     monkeypatch.delenv("TF_CONFIG", raising=False)
-    with pytest.raises(ValueError, match="TF_CONFIG is not set"):
-        mk.WorkerContext.from_environment()
-    with pytest.raises(RuntimeError, match="not on a worker"):
-        mk.current_context()
+    return mk.current_context
+
+
+def in_a_process_started_with_python_train_py(monkeypatch, strategy):
+    config = {"cluster": {"worker": ADDRESSES}, "task": {"type": "worker", "index": 0}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(config))
+    return mk.current_context
+
+
+def inside_a_strategy_scope(monkeypatch, strategy):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+
+    def call():
+        with strategy.scope():
+            return mk.current_context()
+
+    return call
+
+
+def inside_a_replica_function(monkeypatch, strategy):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    return lambda: strategy.run(lambda: mk.current_context())
+
+
+def in_an_on_event_callback(monkeypatch, strategy):
+    # The one case that needs a cluster: the callback runs here while the workers start.
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    return lambda: mk.LocalCluster(1, echo=False).run(
+        lambda context: None, on_event=lambda event: mk.current_context()
+    )
+
+
+WRONG_PLACES = [  # where(monkeypatch, strategy) -> the call
+    pytest.param(
+        in_the_notebook,
+        r"LocalCluster\(2\)\.run\(train\): each worker passes its context",
+        id="in the notebook",
+    ),
+    pytest.param(
+        in_a_process_started_with_python_train_py,
+        r"start it with `python -m mirrorkit\.worker train\.py`.*from_environment\(\)",
+        id="in a process started with python train.py",
+    ),
+    pytest.param(
+        inside_a_strategy_scope,
+        r"tf\.distribute\.get_strategy\(\) gives it",
+        id="inside a strategy's scope",
+    ),
+    pytest.param(
+        inside_a_replica_function,
+        r"tf\.distribute\.get_replica_context\(\) the replica",
+        id="inside strategy.run",
+    ),
+    pytest.param(
+        in_an_on_event_callback,
+        r"on_event callback runs in this notebook.*event\.worker says which worker",
+        id="in an on_event callback",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.current_context")
+@pytest.mark.parametrize(("where", "match"), WRONG_PLACES)
+def test_current_context_in_the_wrong_place_says_what_to_use(
+    refuses, monkeypatch, strategy, where, match
+):
+    refuses(where(monkeypatch, strategy), RuntimeError, "current_context()", match)
 
 
 def test_write_dir_keeps_the_chiefs_copy(tmp_path):
@@ -271,25 +441,104 @@ def test_a_stalled_run_reports_every_workers_last_step_and_line(tmp_path):
         assert "Traceback" not in err
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--join-timeout", "0"], "--join-timeout: expected a number of seconds above 0, got '0'"),
-        (["--join-timeout", "-5"], "expected a number of seconds above 0, got '-5'"),
-        (["--join-timeout", "soon"], "expected a number of seconds above 0, got 'soon'"),
-        (["--stall-timeout", "-1"], "--stall-timeout: expected a number of seconds (0 for never)"),
-        (["--stall-timeout", "inf"], "expected a number of seconds (0 for never), got 'inf'"),
-        (["--resolver", "mpi"], "argument --resolver: invalid choice: 'mpi'"),
-        ([], "the following arguments are required: target"),
-    ],
-)
-def test_worker_cli_options_that_cannot_work_are_refused(args, message, capsys):
+WRONG_OPTIONS = [  # arguments after the target train.py:train (None: no target either)
+    pytest.param(
+        ["--join-timeout", "0"],
+        "--join-timeout",
+        r"expected a number of seconds above 0, got '0'",
+        id="a join timeout of 0",
+    ),
+    pytest.param(
+        ["--join-timeout", "-5"],
+        "--join-timeout",
+        r"expected a number of seconds above 0, got '-5'",
+        id="a negative join timeout",
+    ),
+    pytest.param(
+        ["--join-timeout", "soon"],
+        "--join-timeout",
+        r"expected a number of seconds above 0, got 'soon'",
+        id="a join timeout in words",
+    ),
+    pytest.param(
+        ["--stall-timeout", "-1"],
+        "--stall-timeout",
+        r"expected a number of seconds \(0 for never\)",
+        id="a negative stall timeout",
+    ),
+    pytest.param(
+        ["--stall-timeout", "inf"],
+        "--stall-timeout",
+        r"expected a number of seconds \(0 for never\), got 'inf'",
+        id="an endless stall timeout",
+    ),
+    pytest.param(
+        ["--resolver", "mpi"],
+        "--resolver",
+        r"invalid choice: 'mpi' \(choose from '?tf_config'?, '?slurm'?\)",
+        id="an unknown resolver",
+    ),
+    pytest.param(
+        None,
+        "target",
+        r"usage: python -m mirrorkit\.worker .*target.*the following arguments are required",
+        id="no target",
+    ),
+    pytest.param(
+        ["--port", "12345"],
+        "--port",
+        r"used only with --resolver slurm; with TF_CONFIG, each worker's port is in its address",
+        id="a port without slurm",
+    ),
+    pytest.param(
+        ["--resolver", "slurm", "--port", "99999"],
+        "--port",
+        r"from 1 to 65535",
+        id="a port out of range",
+    ),
+    pytest.param(
+        ["missing.py:train"],
+        "target",
+        r"'missing\.py:train' names no file \(looked in .*\): check the name",
+        id="a file that does not exist",
+    ),
+    pytest.param(
+        ["train.ipynb"],
+        "target",
+        r"jupyter nbconvert --to script train\.ipynb",
+        id="a notebook",
+    ),
+    pytest.param(
+        ["train.py:trian"],
+        "target",
+        r"its functions: train\): check the name after the colon",
+        id="a function the file does not define",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("python -m mirrorkit.worker")
+@pytest.mark.parametrize(("args", "argument", "match"), WRONG_OPTIONS)
+def test_worker_cli_options_that_cannot_work_are_refused(
+    clear_message, capsys, monkeypatch, tmp_path, args, argument, match
+):
     from mirrorkit.cluster.worker import main
 
+    monkeypatch.chdir(tmp_path)  # where train.py defines train, and nothing else is
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "train.ipynb").write_text("{}")
+    if args is None:
+        argv = []
+    elif args[0].startswith("--"):
+        argv = ["train.py:train", *args]
+    else:
+        argv = args  # a target of its own
+    started = time.monotonic()
     with pytest.raises(SystemExit) as exit_:
-        main((["train.py:train"] if args else []) + args)
+        main(argv)
     assert exit_.value.code == 2
-    assert message in capsys.readouterr().err
+    assert time.monotonic() - started < 10  # refused at once, not after a join
+    clear_message(capsys.readouterr().err, argument, match)
 
 
 def probe_state(address):

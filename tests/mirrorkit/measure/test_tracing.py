@@ -231,18 +231,119 @@ def test_trace_reprs():
     assert str(empty).startswith("0 training steps timed on 1 replicas, 0 profiled")
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"profile_every": 0}, "profile_every"),
-        ({"profile_every": 1.5}, "profile_every"),
-        ({"profile_every": True}, "profile_every"),
-        ({"profile_from": -1}, "profile_from"),
-    ],
-)
-def test_bad_arguments(strategy, kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        StepTracer(strategy, **kwargs)
+def nested_steps(strategy):
+    tracer = StepTracer(strategy)
+    with tracer.step(), tracer.step():
+        pass
+
+
+def fit_with_the_tracer_itself(strategy):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(np.ones((4, 2)), np.ones((4, 1)), verbose=0, callbacks=[StepTracer(strategy)])
+
+
+EVERY = r"write e\.g\. profile_every=10 to profile one step in ten, or None"
+# Each case: call(strategy) is the learner's code.
+WRONG_TRACERS = [
+    pytest.param(
+        lambda s: StepTracer(None),
+        TypeError,
+        "strategy",
+        r"got NoneType: create one with strategy = mk\.make_strategy\(\)",
+        id="None",
+    ),
+    pytest.param(
+        lambda s: StepTracer(tf.distribute.MirroredStrategy),
+        TypeError,
+        "strategy",
+        r"the class MirroredStrategy, not a strategy: create one first",
+        id="the class",
+    ),
+    pytest.param(
+        lambda s: StepTracer(keras.Sequential()),
+        TypeError,
+        "strategy",
+        r"got Sequential: create one with",
+        id="the model",
+    ),
+    pytest.param(
+        lambda s: StepTracer(s, profile_every=0),
+        ValueError,
+        "profile_every",
+        rf"got 0: {EVERY}",
+        id="profile_every=0",
+    ),
+    pytest.param(
+        lambda s: StepTracer(s, profile_every=1.5),
+        ValueError,
+        "profile_every",
+        rf"got 1\.5: {EVERY}",
+        id="a fraction of steps",
+    ),
+    pytest.param(
+        lambda s: StepTracer(s, profile_every=True),
+        ValueError,
+        "profile_every",
+        rf"got True: {EVERY}",
+        id="True",
+    ),
+    pytest.param(
+        lambda s: StepTracer(s, profile_every="10"),
+        ValueError,
+        "profile_every",
+        rf"got '10': {EVERY}",
+        id="text",
+    ),
+    pytest.param(
+        lambda s: StepTracer(s, profile_from=-1),
+        ValueError,
+        "profile_from",
+        r"got -1: write e\.g\. profile_from=2 to skip the first steps",
+        id="profile_from<0",
+    ),
+    pytest.param(
+        lambda s: StepTracer(s, on_step="timeline"),
+        TypeError,
+        "on_step",
+        r"function of StepPhases, got str 'timeline'; e\.g\. on_step=print",
+        id="on_step text",
+    ),
+    pytest.param(
+        lambda s: StepTracer(s, on_step=[]),
+        TypeError,
+        "on_step",
+        r"pass its append method: on_step=timeline\.append",
+        id="a list, not its append",
+    ),
+    pytest.param(
+        lambda s: StepTracer(s).next(tf.data.Dataset.range(4)),
+        TypeError,
+        "iterator",
+        r"got _RangeDataset: make one before the loop, iterator = iter\(dataset\)",
+        id="next on a dataset",
+    ),
+    pytest.param(
+        nested_steps,
+        RuntimeError,
+        "tracer.step()",
+        r"steps cannot be nested\. End the `with tracer\.step\(\):` block",
+        id="a step inside a step",
+    ),
+    pytest.param(
+        fit_with_the_tracer_itself,
+        TypeError,
+        "callbacks",
+        r"not a Keras callback: pass model\.fit\(\.\.\., callbacks=\[tracer\.callback\(\)\]\)",
+        id="fit(callbacks=[tracer])",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.StepTracer")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_TRACERS)
+def test_wrong_tracer_use_gets_a_clear_message(refuses, strategy, call, error, argument, match):
+    refuses(lambda: call(strategy), error, argument, match)
 
 
 def test_on_step_receives_each_profiled_step_as_it_ends(strategy):
@@ -259,5 +360,3 @@ def test_on_step_receives_each_profiled_step_as_it_ends(strategy):
         seen_after_step.append(len(live))
     assert seen_after_step == [0, 1, 1, 2, 2, 3]  # delivered at the end of steps 1, 3, 5
     assert live == list(tracer.result().steps)
-    with pytest.raises(TypeError, match="on_step must be a function"):
-        StepTracer(strategy, on_step="timeline")

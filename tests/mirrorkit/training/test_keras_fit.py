@@ -11,18 +11,77 @@ import mirrorkit as mk
 from mirrorkit.training.recipes import compare_weights, fit_training
 
 
-def test_fit_ready_refuses_what_would_fail_later(strategy):
-    plain = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
-    with pytest.raises(ValueError, match="made outside strategy.scope"):
-        mk.fit_ready(plain)
-    with pytest.raises(ValueError, match="no weights yet"):
-        mk.fit_ready(keras.Sequential([keras.layers.Dense(1)]))
+def small_model():
+    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)], name="plain")
+
+
+def wrapped_in_the_scope(strategy):
     with strategy.scope():
-        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
-        with pytest.raises(RuntimeError, match="outside strategy.scope"):
-            mk.fit_ready(model)
-    with pytest.raises(TypeError, match="keras.Model"):
-        mk.fit_ready(keras.layers.Dense(1))
+        model = small_model()
+        mk.fit_ready(model)
+
+
+# Each case: call(strategy) is the learner's code.
+WRONG_MODELS = [
+    pytest.param(
+        lambda s: mk.fit_ready(small_model()),
+        ValueError,
+        "model",
+        r"2 of the model's 2 variables were made outside strategy\.scope\(\) \(first: "
+        r"plain/dense.*/kernel\): build the model inside `with strategy\.scope\(\):`",
+        id="built outside the scope",
+    ),
+    pytest.param(
+        lambda s: mk.fit_ready(keras.Sequential([keras.layers.Dense(1)])),
+        ValueError,
+        "model",
+        r"no weights yet: build it inside strategy\.scope\(\) first",
+        id="not built",
+    ),
+    pytest.param(
+        wrapped_in_the_scope,
+        RuntimeError,
+        "fit_ready",
+        r"call fit_ready outside strategy\.scope\(\).*wrap it after the `with` block",
+        id="called inside the scope",
+    ),
+    pytest.param(
+        lambda s: mk.fit_ready(keras.layers.Dense(1)),
+        TypeError,
+        "model",
+        r"got Dense: put the layer in a model.*keras\.Sequential",
+        id="a layer",
+    ),
+    pytest.param(
+        lambda s: mk.fit_ready(small_model),
+        TypeError,
+        "model",
+        r"got function: call the function.*fit_ready\(build_model\(\)\)",
+        id="the function that builds it",
+    ),
+    pytest.param(
+        lambda s: mk.fit_ready(s),
+        TypeError,
+        "model",
+        r"got MirroredStrategy: pass the Keras model you built in strategy\.scope\(\)",
+        id="the strategy",
+    ),
+    pytest.param(
+        lambda s: mk.fit_ready(small_model(), require_distributed="no"),
+        TypeError,
+        "require_distributed",
+        r"write require_distributed=False",
+        id="a flag as text",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("mk.fit_ready")
+@pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_MODELS)
+def test_what_would_fail_later_is_refused_with_a_clear_message(
+    refuses, strategy, call, error, argument, match
+):
+    refuses(lambda: call(strategy), error, argument, match)
 
 
 def test_fit_ready_trains_like_the_model_itself(strategy, seeded):

@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import mirrorkit as mk
 
@@ -54,37 +55,161 @@ def test_policy_is_restored_even_after_an_error():
     assert keras.layers.Dense(1).compute_dtype == "float32"
 
 
-def test_bad_arguments(strategy):
-    with (
-        pytest.raises(ValueError, match="unknown mixed precision policy 'mixed_float8'"),
-        mk.mixed_precision_policy("mixed_float8"),
-    ):
-        pass
-    with pytest.raises(ValueError, match="unknown policy 'float64'.*'mixed_float16'"):
-        mk.run_loss_scale(strategy, policy="float64")
-    with pytest.raises(TypeError, match=r"mk\.make_strategy\(\)"):
-        mk.run_loss_scale(None)
+NAMES = r"use 'mixed_float16', 'mixed_bfloat16' or 'float32'"
+WRONG_POLICY_NAMES = [
+    pytest.param(
+        "mixed_float8",
+        ValueError,
+        rf"unknown mixed precision policy name 'mixed_float8': {NAMES}",
+        id="no such policy",
+    ),
+    pytest.param("mixed-float16", ValueError, rf"'mixed-float16': {NAMES}", id="a dash"),
+    pytest.param("fp16", ValueError, rf"'fp16': {NAMES}", id="a nickname"),
+    pytest.param(
+        keras.mixed_precision.DTypePolicy("mixed_float16"),
+        TypeError,
+        r"the policy object 'mixed_float16': write mixed_precision_policy\('mixed_float16'\)",
+        id="a DTypePolicy",
+    ),
+    pytest.param(
+        tf.float16,
+        TypeError,
+        r"got DType tf\.float16: write e\.g\. mixed_precision_policy\('mixed_float16'\)",
+        id="a dtype",
+    ),
+    pytest.param(16, TypeError, r"got int 16: write e\.g\. mixed_precision_policy", id="bits"),
+]
+
+
+@pytest.mark.wrong_inputs("mk.mixed_precision_policy")
+@pytest.mark.parametrize(("name", "error", "match"), WRONG_POLICY_NAMES)
+def test_wrong_policy_names_get_a_clear_message(refuses, name, error, match):
+    def enter():
+        with mk.mixed_precision_policy(name):
+            pass
+
+    refuses(enter, error, "name", match)
     assert keras.mixed_precision.global_policy().name == "float32"
 
 
 WRONG_LOSS_SCALE_ARGUMENTS = [
-    ({"global_batch": 3}, ValueError, r"global_batch=3 does not divide over 4 replicas.*4, 8, 16"),
-    ({"overflow_steps": 5}, TypeError, r"overflow_steps must be a list .* overflow_steps=\[2\]"),
-    ({"overflow_steps": [9]}, ValueError, r"overflow_steps holds 9, .* from 0 to 5 \(steps=6\)"),
-    ({"overflow_steps": ["2"]}, ValueError, r"overflow_steps holds '2'"),
-    ({"steps": 0}, ValueError, r"steps must be a positive int, got 0"),
-    ({"global_batch": 2.5}, ValueError, r"global_batch must be a positive int, got 2.5"),
-    ({"initial_scale": "big"}, TypeError, r"initial_scale must be a number such as 2.0\*\*15"),
-    ({"initial_scale": 0}, ValueError, r"initial_scale must be positive, got 0"),
-    ({"dynamic_growth_steps": -1}, ValueError, r"dynamic_growth_steps must be a positive int"),
+    pytest.param(
+        {"strategy": None},
+        TypeError,
+        "strategy",
+        r"got NoneType: create one with strategy = mk\.make_strategy\(\)",
+        id="no strategy",
+    ),
+    pytest.param(
+        {"strategy": tf.distribute.MirroredStrategy},
+        TypeError,
+        "strategy",
+        r"the class MirroredStrategy, not a strategy: create one first",
+        id="the class",
+    ),
+    pytest.param(
+        {"policy": "float64"},
+        ValueError,
+        "policy",
+        r"unknown policy 'float64'; choose one of 'mixed_float16'",
+        id="float64",
+    ),
+    pytest.param(
+        {"global_batch": 3},
+        ValueError,
+        "global_batch",
+        r"global_batch=3 does not divide over 4 replicas.*4, 8, 16",
+        id="batch of 3",
+    ),
+    pytest.param(
+        {"overflow_steps": 5},
+        TypeError,
+        "overflow_steps",
+        r"must be a list .* overflow_steps=\[2\]",
+        id="one step, not a list",
+    ),
+    pytest.param(
+        {"overflow_steps": None},
+        TypeError,
+        "overflow_steps",
+        r"overflow_steps=\[2\] \(or \[\] for none\)",
+        id="None for none",
+    ),
+    pytest.param(
+        {"overflow_steps": [9]},
+        ValueError,
+        "overflow_steps",
+        r"holds 9, .* from 0 to 5 \(steps=6\): give step numbers in that range",
+        id="past the last step",
+    ),
+    pytest.param(
+        {"overflow_steps": ["2"]},
+        ValueError,
+        "overflow_steps",
+        r"holds '2'.*give step numbers",
+        id="steps as text",
+    ),
+    pytest.param(
+        {"steps": 0},
+        ValueError,
+        "steps",
+        r"must be a positive int, got 0: write e\.g\. steps=6",
+        id="no steps",
+    ),
+    pytest.param(
+        {"global_batch": 2.5},
+        ValueError,
+        "global_batch",
+        r"positive int, got 2\.5: write e\.g\. global_batch=8",
+        id="fractional batch",
+    ),
+    pytest.param(
+        {"initial_scale": "big"},
+        TypeError,
+        "initial_scale",
+        r"must be a number such as 2\.0\*\*15",
+        id="scale as text",
+    ),
+    pytest.param(
+        {"initial_scale": 0},
+        ValueError,
+        "initial_scale",
+        r"positive, got 0: write e\.g\. initial_scale=2\.0\*\*15",
+        id="scale 0",
+    ),
+    pytest.param(
+        {"dynamic_growth_steps": -1},
+        ValueError,
+        "dynamic_growth_steps",
+        r"positive int.*dynamic_growth_steps=2",
+        id="negative growth steps",
+    ),
+    pytest.param(
+        {"learning_rate": "0.01"},
+        TypeError,
+        "learning_rate",
+        r"got str '0\.01': write e\.g\. learning_rate=0\.01",
+        id="learning rate as text",
+    ),
+    pytest.param(
+        {"learning_rate": -0.01},
+        ValueError,
+        "learning_rate",
+        r"positive, got -0\.01: write e\.g\. learning_rate=0\.01",
+        id="negative rate",
+    ),
+    pytest.param(
+        {"seed": "0"}, TypeError, "seed", r"got str '0': write e\.g\. seed=0", id="seed as text"
+    ),
 ]
 
 
-@pytest.mark.parametrize(("kwargs", "error", "match"), WRONG_LOSS_SCALE_ARGUMENTS)
-def test_wrong_arguments_get_a_sentence_naming_them(strategy, kwargs, error, match):
-    with pytest.raises(error, match=match) as raised:
-        mk.run_loss_scale(strategy, **kwargs)
-    assert "Traceback" not in str(raised.value) and "tensorflow/" not in str(raised.value)
+@pytest.mark.wrong_inputs("mk.run_loss_scale")
+@pytest.mark.parametrize(("kwargs", "error", "argument", "match"), WRONG_LOSS_SCALE_ARGUMENTS)
+def test_wrong_arguments_get_a_sentence_naming_them(
+    refuses, strategy, kwargs, error, argument, match
+):
+    refuses(lambda: mk.run_loss_scale(**({"strategy": strategy} | kwargs)), error, argument, match)
     assert keras.mixed_precision.global_policy().name == "float32"
 
 
