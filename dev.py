@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """mirrorbook's task runner. Needs only Python (3.11, 3.12 or 3.13) and pip to start.
 
-    python3 dev.py book         set up, execute every chapter, build the HTML book
+    python3 dev.py book         set up, execute every chapter, build the HTML book, and
+                                write the labs (student editions and autograders, build/labs/)
+    python3 dev.py labs [CH..]  set up and write only the labs
+    python3 dev.py grade CH NB..  grade submitted notebooks of chapter CH (e.g. 3) offline,
+                                without Docker: a score per exercise, the checks' feedback
     python3 dev.py test         set up, then lint, doctests, unit and browser tests and nbval;
                                 then the same tests on the other supported Pythons and at
                                 the oldest supported TensorFlow (Colab's), and a summary
@@ -286,7 +290,7 @@ class Job:
 
 REFERENCE = ("_lint", "_unit", "_nbval")  # the reference job's tasks
 # The chapters executed at other replica counts need one Python, not three (about 5 minutes).
-OTHER_JOBS_SKIP = ("-m", "not replica_counts")
+OTHER_JOBS_SKIP = ("-m", "not replica_counts and not grading")
 
 
 def every(*steps) -> None:
@@ -570,6 +574,11 @@ def main(argv: list[str]) -> None:
         book = setup(DOT)
         book.dev("_execute")
         book.dev("_html")
+        book.dev("_labs")
+    elif command == "labs":
+        setup().dev("_labs", *args)
+    elif command == "grade":
+        setup().dev("_grade", *args)
     elif command == "test":
         only = set(args[1].split(",")) if args[:1] == ["--jobs"] and len(args) > 1 else None
         ensure_system_tools(DOT, CHROMIUM)

@@ -12,10 +12,12 @@ from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 
+from bookbuild import ROOT
 from bookbuild.checks import lint_commands, nbval_commands, unit_test_commands
 from bookbuild.claims import claim_changes
 from bookbuild.execute import execute_chapters
 from bookbuild.jupyterbook import build_html
+from bookbuild.labs import build_lab, chapters_with_exercises, grade, grades_table, write_grades_csv
 from bookbuild.manifest import load_manifest
 from bookbuild.shell import run
 
@@ -28,7 +30,9 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
     with errors allowed and prints the claims that no longer hold (exit status 1 if any);
     ``_html`` builds the book; ``_lint``, ``_unit`` and
     ``_nbval`` run those checks; ``_versions`` prints this environment's Python, TensorFlow
-    and Keras versions for the test summary.
+    and Keras versions for the test summary; ``_labs [CHAPTER ...]`` writes the student
+    editions and autograders (build/labs/); ``_grade CHAPTER SUBMISSION ...`` grades
+    submitted notebooks and prints a score per exercise with the check's feedback.
 
     Args:
         command: The task's name, with its leading underscore.
@@ -43,7 +47,7 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
         >>> run_task("_deploy")
         Traceback (most recent call last):
         ...
-        SystemExit: [dev] no task '_deploy'; the tasks are _execute, _claims, _html, _lint, _unit, _nbval, _versions
+        SystemExit: [dev] no task '_deploy'; the tasks are _execute, _claims, _html, _lint, _unit, _nbval, _versions, _labs, _grade
     """  # noqa: E501
     if command not in TASKS:
         raise SystemExit(f"[dev] no task {command!r}; the tasks are {', '.join(TASKS)}")
@@ -68,6 +72,31 @@ def _claims(args: list[str]) -> None:
         raise SystemExit(f"[dev] {len(changes)} claim(s) changed")
 
 
+def _labs(args: list[str]) -> None:
+    """Write the student edition and autograder of the chapters named (all by default)."""
+    for chapter in chapters_with_exercises(load_manifest(), args):
+        lab = build_lab(chapter)
+        print(f"{chapter['file']}: student edition {lab.student.relative_to(ROOT)}")
+        print(f"{' ' * len(chapter['file'])}  answer key {lab.answer_key.relative_to(ROOT)}")
+        print(f"{' ' * len(chapter['file'])}  autograder {lab.autograder.relative_to(ROOT)}")
+
+
+def _grade(args: list[str]) -> None:
+    """Grade submissions of one chapter; print the table and write grades.csv beside them."""
+    if len(args) < 2:
+        raise SystemExit("[dev] usage: python3 dev.py grade CHAPTER SUBMISSION.ipynb [...]")
+    (chapter,) = chapters_with_exercises(load_manifest(), args[:1])
+    submissions = [Path(a).resolve() for a in args[1:]]
+    missing = [str(s) for s in submissions if not s.is_file()]
+    if missing:
+        raise SystemExit(f"[dev] no such submission: {', '.join(missing)}")
+    lab = build_lab(chapter)
+    grades = [grade(lab, submission) for submission in submissions]
+    print(grades_table(grades))
+    csv = write_grades_csv(grades, lab.autograder.parent.parent / "grades.csv")
+    print(f"[dev] wrote {csv.relative_to(ROOT)}")
+
+
 def _run_all(commands: list[list[str]]) -> None:
     for command in commands:
         run(*command)
@@ -85,4 +114,6 @@ TASKS = {  # name -> function of the command-line arguments
     "_unit": lambda args: _run_all(unit_test_commands(*args)),
     "_nbval": lambda args: _run_all(nbval_commands(load_manifest())),
     "_versions": _versions,
+    "_labs": _labs,
+    "_grade": _grade,
 }

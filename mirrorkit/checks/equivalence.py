@@ -252,7 +252,11 @@ def check_step_equivalence(
         >>> x, y = np.ones((4, 2), "float32"), np.zeros((4, 1), "float32")
         >>> print(mk.check_step_equivalence(
         ...     mk.make_strategy(), model_fn, plain_mean, (x, y), loss="mse").message)
+        ... # doctest: +NORMALIZE_WHITESPACE
         The distributed step applies the single-device gradient (rtol 0.0001, atol 1e-06).
+        With one replica that says nothing about the replicas: a loss that ignores them (a
+        plain mean, or a Keras loss divided by the replicas again) gives this gradient too.
+        Compare with 2 or more replicas (mk.simulate_replicas).
     """
     import tensorflow as tf
 
@@ -374,6 +378,7 @@ def check_step_equivalence(
         rtol,
         atol,
         _good_pattern(loss),
+        loss,
     )
     names = [getattr(v, "path", None) or v.name for v in variables]
     rows = tuple(
@@ -853,19 +858,33 @@ def _regularization_cause(weights, n):
     )
 
 
+def _loss_name(loss) -> str:
+    """How a message names the loss: 'mae' for a name, else the function's or class's name."""
+    if isinstance(loss, str):
+        return repr(loss)
+    return getattr(loss, "__name__", None) or type(loss).__name__
+
+
 def _diagnose(
-    equivalent, explained, example_weights, reg_weights, sizes, b, ratio, rtol, atol, good
+    equivalent, explained, example_weights, reg_weights, sizes, b, ratio, rtol, atol, good, loss
 ):
     if equivalent:
-        return RIGHT, (
+        message = (
             f"The distributed step applies the single-device gradient (rtol {number(rtol)}, "
             f"atol {number(atol)})."
         )
+        if len(sizes) == 1:
+            message += (
+                " With one replica that says nothing about the replicas: a loss that ignores "
+                "them (a plain mean, or a Keras loss divided by the replicas again) gives this "
+                "gradient too. Compare with 2 or more replicas (mk.simulate_replicas)."
+            )
+        return RIGHT, message
     head = f"The distributed gradient is {number(ratio)}x the single-device one. "
     if not explained:
         return OTHER, head + (
             "It is not a rescaling of the right gradient: check that compute_loss uses the "
-            "same loss and predictions as `loss`, model(x, training=True)."
+            f"loss meant here, {_loss_name(loss)}, on the predictions model(x, training=True)."
         )
     data_cause, data_message = _data_cause(example_weights, sizes, b, good)
     if data_cause != RIGHT:

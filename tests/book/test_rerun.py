@@ -1,11 +1,10 @@
 """A learner's "Run All" twice in one kernel, then the exercises' solutions."""
 
-import re
-
 import nbformat
 import pytest
 
 from bookbuild.execute import notebook_client
+from bookbuild.labs import solutions as solutions_by_exercise
 from bookbuild.manifest import load_manifest
 
 pytestmark = pytest.mark.book
@@ -13,10 +12,9 @@ pytestmark = pytest.mark.book
 
 def solutions(nb) -> str:
     """The code in the chapter's Solutions block, as the learner would paste it."""
-    for cell in nb.cells:
-        if cell.cell_type == "markdown" and "<summary>Solutions</summary>" in cell.source:
-            return "\n".join(re.findall(r"```python\n(.*?)```", cell.source, re.S))
-    raise AssertionError("no Solutions block")
+    parts = solutions_by_exercise(nb)
+    assert parts, "no Solutions block"
+    return "\n\n".join(parts.values())
 
 
 @pytest.mark.parametrize("chapter", load_manifest()["chapters"], ids=lambda c: c["file"])

@@ -320,11 +320,14 @@ def test_wrong_inputs_give_clear_errors(refuses, strategy, call, error, argument
 
 def test_check_input_pipeline(strategy):
     assert repr(mk.check_input_pipeline(..., strategy)).startswith("NOT YET: not attempted")
-    good = mk.check_input_pipeline(ids(64, 8 * REPLICAS), strategy, per_replica_batch=8)
+    full = {"drop_remainder": True}
+    good = mk.check_input_pipeline(ids(64, 8 * REPLICAS, **full), strategy, per_replica_batch=8)
     assert repr(good) == (
         f"PASS: every replica gets 8 examples at every step (global batch {8 * REPLICAS})."
     )
-    wrong_size = mk.check_input_pipeline(ids(64, 4 * REPLICAS), strategy, per_replica_batch=8)
+    wrong_size = mk.check_input_pipeline(
+        ids(64, 4 * REPLICAS, **full), strategy, per_replica_batch=8
+    )
     assert not wrong_size and "each replica gets 4 examples per step, expected 8" in repr(
         wrong_size
     )
@@ -332,13 +335,72 @@ def test_check_input_pipeline(strategy):
     assert not partial and "partial global batch" in partial.message
     unbatched = mk.check_input_pipeline(tf.data.Dataset.range(8), strategy)
     assert not unbatched and "not batched" in unbatched.message
-    policy = mk.check_input_pipeline(ids(16, 8), strategy, auto_shard="DATA")
+    policy = mk.check_input_pipeline(ids(16, 8, **full), strategy, auto_shard="DATA")
     assert not policy and "auto-shard policy is AUTO, expected DATA" in policy.message
-    data = with_policy(ids(16, 8), AutoShardPolicy.DATA)
+    data = with_policy(ids(16, 8, **full), AutoShardPolicy.DATA)
     assert mk.check_input_pipeline(data, strategy, auto_shard="DATA")
 
     def per_replica(context):
         size = context.get_per_replica_batch_size(8 * REPLICAS)
-        return tf.data.Dataset.range(1000).repeat().batch(size, drop_remainder=True)
+        mine = tf.data.Dataset.range(1000).shard(
+            context.num_input_pipelines, context.input_pipeline_id
+        )
+        return mine.repeat().batch(size, drop_remainder=True)
 
-    assert mk.check_input_pipeline(per_replica, strategy, per_replica_batch=8)
+    assert mk.check_input_pipeline(per_replica, strategy, global_batch=8 * REPLICAS)
+
+
+def test_check_input_pipeline_refuses_what_only_works_for_this_data(strategy):
+    # 64 examples divide by the global batch: no partial batch here, but nothing prevents one.
+    lucky = mk.check_input_pipeline(ids(64, 8 * REPLICAS), strategy)
+    assert not lucky and "drop_remainder=True" in lucky.message
+    # Repeated before batching, every batch is full without drop_remainder.
+    assert mk.check_input_pipeline(tf.data.Dataset.range(10).repeat().batch(8), strategy)
+    ends = mk.check_input_pipeline(ids(64, 8, **{"drop_remainder": True}), strategy, repeats=True)
+    assert not ends and "ends after 8 steps" in ends.message
+    small = mk.check_input_pipeline(
+        tf.data.Dataset.range(8).repeat().batch(REPLICAS), strategy, global_batch=8 * REPLICAS
+    )
+    assert not small and f"each step brings {REPLICAS} examples, expected a global" in small.message
+
+
+def test_check_input_pipeline_calls_a_dataset_function_as_other_machines_would(strategy):
+    examples = tf.data.Dataset.range(64)
+
+    def right(context):
+        size = context.get_per_replica_batch_size(16)
+        mine = examples.shard(context.num_input_pipelines, context.input_pipeline_id)
+        return mine.batch(size, drop_remainder=True)
+
+    def fixed(context):
+        mine = examples.shard(context.num_input_pipelines, context.input_pipeline_id)
+        return mine.batch(16 // REPLICAS, drop_remainder=True)
+
+    def unsharded(context):
+        return examples.batch(context.get_per_replica_batch_size(16), drop_remainder=True)
+
+    def partial(context):
+        mine = examples.shard(context.num_input_pipelines, context.input_pipeline_id)
+        return mine.batch(context.get_per_replica_batch_size(16))
+
+    def breaks(context):
+        if context.num_replicas_in_sync != REPLICAS:
+            raise RuntimeError("only for this machine")
+        return right(context)
+
+    assert mk.check_input_pipeline(right, strategy, global_batch=16)
+    verdicts = {
+        f.__name__: mk.check_input_pipeline(f, strategy, global_batch=16)
+        for f in (fixed, unsharded, partial, breaks)
+    }
+    assert "with 1 replica in sync the function batches 4" in verdicts["fixed"].message
+    assert "both read the same examples" in verdicts["unsharded"].message
+    assert "drop_remainder=True" in verdicts["partial"].message
+    assert (
+        "failed when called with another InputContext: RuntimeError" in verdicts["breaks"].message
+    )
+    assert not any(verdicts.values())
+    with pytest.raises(ValueError, match="needs global_batch=..."):
+        mk.check_input_pipeline(right, strategy)
+    with pytest.raises(TypeError, match="repeats must be True or False"):
+        mk.check_input_pipeline(right, strategy, global_batch=16, repeats="yes")

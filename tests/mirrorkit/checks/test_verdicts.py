@@ -66,17 +66,116 @@ def test_check_per_replica_wrong_expected_length(strategy):
         mk.check_per_replica(tf.constant(1.0), strategy, expected=[1])
 
 
-def test_check_all_reduced(strategy):
-    def total_of_ids_plus_one():
+def total_of_ids_plus_one():
+    context = tf.distribute.get_replica_context()
+    mine = tf.cast(context.replica_id_in_sync_group + 1, tf.float32)
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, mine)
+
+
+def test_check_all_reduced_runs_the_function_and_finds_the_all_reduce(strategy):
+    n = REPLICAS
+    result = mk.check_all_reduced(total_of_ids_plus_one, strategy, n * (n + 1) / 2)
+    assert repr(result) == f"PASS: all {n} replicas hold the all-reduced value {n * (n + 1) // 2}."
+
+    def computed_alone():
+        m = tf.distribute.get_replica_context().num_replicas_in_sync
+        return tf.constant(m * (m + 1) / 2, tf.float32)
+
+    def reduced_but_not_returned():
+        total_of_ids_plus_one()
+        return computed_alone()
+
+    for answer in (computed_alone, reduced_but_not_returned):
+        verdict = mk.check_all_reduced(answer, strategy, n * (n + 1) / 2)
+        assert not verdict and "no all-reduce produced it" in verdict.message
+
+    def mean_of_ids_plus_one():
         context = tf.distribute.get_replica_context()
         mine = tf.cast(context.replica_id_in_sync_group + 1, tf.float32)
-        return context.all_reduce(tf.distribute.ReduceOp.SUM, mine)
+        return context.all_reduce("mean", mine)
 
-    n = REPLICAS
-    result = mk.check_all_reduced(strategy.run(total_of_ids_plus_one), strategy, n * (n + 1) / 2)
-    assert repr(result) == f"PASS: all {n} replicas hold the all-reduced value {n * (n + 1) // 2}."
-    no_reduce = strategy.run(lambda: tf.cast(replica_id() + 1, tf.float32))
-    assert not mk.check_all_reduced(no_reduce, strategy, n * (n + 1) / 2)
+    mean = mk.check_all_reduced(mean_of_ids_plus_one, strategy, n * (n + 1) / 2)
+    assert not mean and "the mean of the replicas' values" in mean.message
+    as_value = mk.check_all_reduced(strategy.run(total_of_ids_plus_one), strategy, 10.0)
+    assert not as_value and "not a function" in as_value.message
+    broken = mk.check_all_reduced(lambda: 1 / 0, strategy, 10.0)
+    assert not broken and "strategy.run(replica_fn) failed: ZeroDivisionError" in broken.message
+
+
+def test_check_all_reduced_refuses_what_it_cannot_see(strategy):
+    devices = mk.replica_devices(strategy)
+    one = mk.make_strategy(devices=devices[:1])
+    alone = mk.check_all_reduced(total_of_ids_plus_one, one, 1.0)
+    assert not alone and alone.message.startswith("cannot check an all-reduce with one replica")
+    to_one = tf.distribute.MirroredStrategy(
+        devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
+    )
+    hidden = mk.check_all_reduced(total_of_ids_plus_one, to_one, 10.0)
+    assert not hidden and "ReductionToOneDevice" in hidden.message
+
+
+def test_checks_refuse_one_replica(strategy):
+    one = mk.make_strategy(devices=mk.replica_devices(strategy)[:1])
+    ids_one = one.run(lambda: tf.cast(replica_id(), tf.float32))
+    batch = (np.ones((4, 3), "float32"), np.zeros((4, 1), "float32"))
+    for verdict in (
+        mk.check_per_replica(ids_one, one, expected=[0.0]),
+        mk.check_input_pipeline(tf.data.Dataset.range(8).batch(4, drop_remainder=True), one),
+        mk.check_loss_step(lambda model, x, y: tf.reduce_mean(model(x)), one, _model_fn, batch),
+    ):
+        assert not verdict and verdict.message.startswith("cannot check ")
+        assert (
+            "with one replica" in verdict.message and "mk.simulate_replicas(4)" in verdict.message
+        )
+    assert repr(mk.check_per_replica(..., one, expected=[0.0])).startswith("NOT YET: not attempted")
+
+
+def test_check_mirrored_dtype_and_value(strategy):
+    with strategy.scope():
+        integer, one, zero = tf.Variable(0), tf.Variable(1.0), tf.Variable(0.0)
+    wrong_type = mk.check_mirrored(integer, strategy, dtype=tf.float32, expected=0.0)
+    assert not wrong_type and "dtype is int32, expected float32" in wrong_type.message
+    wrong_value = mk.check_mirrored(one, strategy, dtype="float32", expected=0.0)
+    assert not wrong_value and "its copies hold 1, expected 0" in wrong_value.message
+    assert mk.check_mirrored(zero, strategy, dtype=tf.float32, expected=0.0)
+    with pytest.raises(TypeError, match="dtype must be a dtype such as tf.float32"):
+        mk.check_mirrored(zero, strategy, dtype="floaty")
+
+
+def test_check_per_replica_dtype(strategy):
+    squares = strategy.run(lambda: replica_id() * replica_id())
+    expected = [i * i for i in range(REPLICAS)]
+    assert mk.check_per_replica(squares, strategy, expected=expected)  # no dtype asked
+    typed = mk.check_per_replica(squares, strategy, expected=expected, dtype=tf.float32)
+    assert not typed and "dtype is int32, expected float32" in typed.message
+
+
+def test_check_loss_step_with_several_batches(strategy):
+    rng = np.random.default_rng(0)
+
+    def batch(size):
+        return (
+            rng.normal(size=(size, 3)).astype("float32"),
+            rng.normal(size=(size, 1)).astype("float32"),
+        )
+
+    def any_batch(model, x, y):
+        context = tf.distribute.get_replica_context()
+        total = context.all_reduce("sum", tf.shape(x)[0])
+        per_example = keras.losses.mean_squared_error(y, model(x, training=True))
+        return tf.nn.compute_average_loss(per_example, global_batch_size=total)
+
+    def fixed(model, x, y):
+        per_example = keras.losses.mean_squared_error(y, model(x, training=True))
+        return tf.nn.compute_average_loss(per_example, global_batch_size=10)
+
+    both = [batch(10), batch(8)]
+    passed = mk.check_loss_step(any_batch, strategy, _model_fn, both)
+    assert passed and passed.message.endswith("(checked with global batches of 10 and 8).")
+    assert mk.check_loss_step(fixed, strategy, _model_fn, both[:1])
+    wrong = mk.check_loss_step(fixed, strategy, _model_fn, both)
+    assert not wrong and wrong.message.startswith("with a global batch of 8 examples: ")
+    assert "empty list" in mk.check_loss_step(fixed, strategy, _model_fn, []).message
 
 
 def test_html_of_a_result():
@@ -263,7 +362,7 @@ WRONG_ALL_REDUCED = [
         id="expected-None",
     ),
     pytest.param(
-        lambda s: mk.check_all_reduced(ids(s), s, expected=[6.0] * 4),
+        lambda s: mk.check_all_reduced(total_of_ids_plus_one, s, expected=[10.0] * 4),
         None,
         "replica 0",
         r"holds a value of shape \(\), expected shape \(4,\)",
@@ -272,12 +371,12 @@ WRONG_ALL_REDUCED = [
     pytest.param(
         lambda s: mk.check_all_reduced(s.reduce("SUM", ids(s), axis=None), s, expected=6.0),
         None,
-        "value",
-        r"not a per-replica value: compute it with strategy\.run\(fn\)",
+        "replica_fn",
+        r"got EagerTensor, not a function: pass the function you give strategy\.run",
         id="reduced-to-one-tensor",
     ),
     pytest.param(
-        lambda s: mk.check_all_reduced(ids(s), s, expected=6.0),
+        lambda s: mk.check_all_reduced(lambda: tf.cast(replica_id(), tf.float32), s, 6.0),
         None,
         "replica 0",
         r"replica 0 holds 0, expected 6",
@@ -368,8 +467,9 @@ def test_check_input_pipeline_wrong_inputs(
 
 
 def test_an_auto_shard_policy_member_is_read_as_its_name(strategy):
+    full = tf.data.Dataset.range(16).batch(8, drop_remainder=True)
     result = mk.check_input_pipeline(
-        dataset(), strategy, auto_shard=tf.data.experimental.AutoShardPolicy.DATA
+        full, strategy, auto_shard=tf.data.experimental.AutoShardPolicy.DATA
     )
     assert "auto-shard policy is AUTO, expected DATA" in result.message
 

@@ -1,0 +1,565 @@
+"""Classroom labs: a student edition and an autograder for every chapter with exercises.
+
+The chapters stay the single source. Their exercises follow one format, read here:
+
+- a markdown cell with ``**Exercise K.**`` and the task;
+- the cell the learner completes, tagged ``exercise-answer`` (a blank ``... # your answer``);
+- a check cell, tagged ``exercise-check``, whose last expression is a mirrorkit check's
+  :class:`~mirrorkit.CheckResult`;
+- after the summary, a ``<summary>Solutions</summary>`` block with one ```` ```python ````
+  fence whose parts start with ``# Exercise K``.
+
+From those, :func:`master_notebook` writes the notebook otter-grader's ``otter assign``
+reads (its raw ``# BEGIN QUESTION`` / ``# BEGIN SOLUTION`` / ``# BEGIN TESTS`` cells). Each
+exercise's test is its check cell turned into a function that asserts the verdict, with the
+check's message as the feedback. :func:`build_lab` runs ``otter assign``: the student
+edition keeps the prose, the blank answers, the checks and adds otter's
+``grader.check("exK")``; the autograder folder holds the answer key (the chapter with the
+solutions in place) and the zip :func:`grade` grades with, on this machine, without Docker.
+Otter-grader was chosen over nbgrader because it grades one notebook with one command and
+no course database or exchange folder, and keeps its tests inside the notebooks it makes.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bookbuild import ROOT
+
+LABS = ROOT / "build" / "labs"  # where `dev.py labs` writes, one folder per chapter
+ANSWER_TAG = "exercise-answer"
+CHECK_TAG = "exercise-check"
+GRADE_TIMEOUT = 1800  # seconds one submission may take to grade (chapter 6 takes ~2 min)
+OTTER_PIN = "otter-grader==7.0.0"  # the student edition installs this where otter is missing
+
+_EXERCISE = re.compile(r"\*\*Exercise (\d+)\.\*\*")
+_SOLUTION_PART = re.compile(r"^# Exercise (\d+)\s*$", re.M)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise of a chapter: where its cells are, and its solution.
+
+    Attributes:
+        number: K in ``**Exercise K.**``.
+        prompt: The index of the markdown cell that states it.
+        answer: The index of the cell the learner completes.
+        check: The index of its check cell.
+        solution: The solution's code, from the chapter's Solutions block.
+    """
+
+    number: int
+    prompt: int
+    answer: int
+    check: int
+    solution: str
+
+    @property
+    def name(self) -> str:
+        """The question's name in otter-grader, e.g. ``"ex1"``."""
+        return f"ex{self.number}"
+
+
+def solutions(nb) -> dict[int, str]:
+    r"""The chapter's solutions by exercise number, from its Solutions block.
+
+    Args:
+        nb: The chapter, an ``nbformat`` notebook.
+
+    Returns:
+        ``{K: code}``; empty when the chapter has no Solutions block.
+
+    Example:
+        >>> import nbformat
+        >>> block = "<details>\n<summary>Solutions</summary>\n\n```python\n"
+        >>> block += "# Exercise 1\nx = 1\n\n# Exercise 2\ny = 2\n```\n</details>"
+        >>> solutions(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(block)]))
+        {1: 'x = 1', 2: 'y = 2'}
+    """
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and "<summary>Solutions</summary>" in cell.source:
+            code = "\n".join(re.findall(r"```python\n(.*?)```", cell.source, re.S))
+            parts = _SOLUTION_PART.split(code)[1:]
+            return {int(k): body.strip() for k, body in zip(parts[::2], parts[1::2], strict=True)}
+    return {}
+
+
+def exercises(nb) -> list[Exercise]:
+    r"""The chapter's exercises, in order, each with its cells and its solution.
+
+    Args:
+        nb: The chapter, an ``nbformat`` notebook.
+
+    Returns:
+        One :class:`Exercise` per ``**Exercise K.**`` cell.
+
+    Raises:
+        ValueError: If an exercise lacks its answer cell, its check cell or its solution,
+            or the numbers are not 1, 2, 3, ... in order.
+
+    Example:
+        >>> import nbformat
+        >>> from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+        >>> nb = new_notebook(cells=[
+        ...     new_markdown_cell("**Exercise 1.** Make x."),
+        ...     new_code_cell("x = ...", metadata={"tags": ["exercise-answer"]}),
+        ...     new_code_cell("check(x)", metadata={"tags": ["exercise-check"]}),
+        ...     new_markdown_cell("<summary>Solutions</summary>\n```python\n# Exercise 1\nx = 1\n```"),
+        ... ])
+        >>> exercises(nb)
+        [Exercise(number=1, prompt=0, answer=1, check=2, solution='x = 1')]
+    """  # noqa: E501
+    answers = solutions(nb)
+    found: list[Exercise] = []
+    prompts = [
+        (i, int(m.group(1)))
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "markdown" and (m := _EXERCISE.search(cell.source))
+    ]
+    for position, (index, number) in enumerate(prompts):
+        end = prompts[position + 1][0] if position + 1 < len(prompts) else len(nb.cells)
+        tagged = {
+            tag: [i for i in range(index, end) if tag in nb.cells[i].metadata.get("tags", [])]
+            for tag in (ANSWER_TAG, CHECK_TAG)
+        }
+        where = f"exercise {number} (cell {index})"
+        for tag, cells in tagged.items():
+            if len(cells) != 1:
+                raise ValueError(f"{where} has {len(cells)} cells tagged {tag!r}; it needs one.")
+        if number != position + 1:
+            raise ValueError(f"{where} should be exercise {position + 1}: number them in order.")
+        if number not in answers:
+            raise ValueError(f"{where} has no '# Exercise {number}' part in the Solutions block.")
+        found.append(
+            Exercise(number, index, tagged[ANSWER_TAG][0], tagged[CHECK_TAG][0], answers[number])
+        )
+    return found
+
+
+def otter_test(exercise: Exercise, check: str) -> str:
+    r"""The otter-grader test of one exercise: its check cell as a function that asserts.
+
+    The function's arguments are the names the check cell reads and does not assign
+    (otter-grader passes them from the learner's notebook); the check's message is the
+    assertion's, so a failing test shows the learner the check's feedback.
+
+    Args:
+        exercise: The exercise.
+        check: The source of its check cell.
+
+    Returns:
+        Python source: one ``def test_exK(...)``.
+
+    Example:
+        >>> ex = Exercise(1, 0, 1, 2, "x = 1")
+        >>> print(otter_test(ex, "n = 2\nmk.check_twice(x, n)"))
+        def test_ex1(mk, x):
+            n = 2
+            verdict = mk.check_twice(x, n)
+            assert verdict.passed, verdict.message
+    """
+    tree = ast.parse(check)
+    last = tree.body[-1] if tree.body else None
+    if not isinstance(last, ast.Expr):
+        raise ValueError(
+            f"exercise {exercise.number}'s check cell must end with the check's call, "
+            f"got {check!r}."
+        )
+    assigned = {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
+    read = sorted(
+        {
+            node.id
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+        }
+        - assigned
+        - set(dir(builtins))
+    )
+    lines = [ast.unparse(node) for node in tree.body[:-1]]
+    lines += [f"verdict = {ast.unparse(last.value)}", "assert verdict.passed, verdict.message"]
+    body = "\n".join("    " + line for text in lines for line in text.splitlines())
+    return f"def test_{exercise.name}({', '.join(read)}):\n{body}"
+
+
+def master_notebook(nb, name: str):
+    r"""The notebook ``otter assign`` reads, made from a chapter.
+
+    Cells before the first exercise stay as they are; each exercise becomes an otter
+    question (one point) whose solution cell is the chapter's solution with the blank answer
+    as the student's prompt, followed by the chapter's check cell (the learner's own check)
+    and the question's test (:func:`otter_test`). The Solutions block is left out.
+
+    Args:
+        nb: The chapter, an ``nbformat`` notebook.
+        name: The assignment's name (the chapter's stem).
+
+    Returns:
+        A new ``nbformat`` notebook.
+
+    Example:
+        >>> import nbformat
+        >>> from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+        >>> nb = new_notebook(cells=[
+        ...     new_markdown_cell("**Exercise 1.** Make x."),
+        ...     new_code_cell("x = ...", metadata={"tags": ["exercise-answer"]}),
+        ...     new_code_cell("check(x)", metadata={"tags": ["exercise-check"]}),
+        ...     new_markdown_cell("<summary>Solutions</summary>\n```python\n# Exercise 1\nx = 1\n```"),
+        ... ])
+        >>> [c.source.splitlines()[0] for c in master_notebook(nb, "lab").cells]  # doctest: +NORMALIZE_WHITESPACE
+        ['# ASSIGNMENT CONFIG', '# BEGIN QUESTION', '**Exercise 1.** Make x.', '# BEGIN SOLUTION',
+         '# BEGIN SOLUTION NO PROMPT', '# END SOLUTION', 'check(x)', '# BEGIN TESTS',
+         'def test_ex1(check, x):', '# END TESTS', '# END QUESTION']
+    """  # noqa: E501
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_raw_cell
+
+    found = exercises(nb)
+    if not found:
+        raise ValueError(f"{name} has no exercises: there is nothing to make a lab of.")
+    config = "\n".join(
+        [
+            "# ASSIGNMENT CONFIG",
+            f"name: {name}",
+            "init_cell: true",
+            "check_all_cell: false",
+            "export_cell: false",
+            "run_tests: false",
+            "solutions_pdf: false",
+            "generate: true",
+            "tests:",
+            "  ok_format: false",
+        ]
+    )
+    cells = [new_raw_cell(config)]
+    first = found[0].prompt
+    key = next(i for i, c in enumerate(nb.cells) if "<summary>Solutions</summary>" in c.source)
+    cells += [_copy(c) for c in nb.cells[:first]]
+    for position, exercise in enumerate(found):
+        stop = found[position + 1].prompt if position + 1 < len(found) else len(nb.cells)
+        cells.append(new_raw_cell(f"# BEGIN QUESTION\nname: {exercise.name}\npoints: 1"))
+        cells += [_copy(nb.cells[i]) for i in range(exercise.prompt, exercise.answer)]
+        blank = nb.cells[exercise.answer].source
+        solution = (
+            f"# BEGIN SOLUTION NO PROMPT\n{exercise.solution}\n# END SOLUTION\n"
+            f'""" # BEGIN PROMPT\n{blank}\n""" # END PROMPT'
+        )
+        cells += [new_raw_cell("# BEGIN SOLUTION"), new_code_cell(solution)]
+        cells.append(new_raw_cell("# END SOLUTION"))
+        cells += [_copy(nb.cells[i]) for i in range(exercise.answer + 1, exercise.check + 1)]
+        check = nb.cells[exercise.check].source
+        cells += [new_raw_cell("# BEGIN TESTS"), new_code_cell(otter_test(exercise, check))]
+        cells += [new_raw_cell("# END TESTS"), new_raw_cell("# END QUESTION")]
+        # What follows the check up to the next exercise (after the last: the summary).
+        cells += [_copy(nb.cells[i]) for i in range(exercise.check + 1, stop) if i != key]
+    return nbformat.v4.new_notebook(cells=cells, metadata=dict(nb.metadata))
+
+
+def _copy(cell):
+    """A cell as the lab shows it: no stored outputs (the learner runs it)."""
+    import copy
+
+    cell = copy.deepcopy(cell)
+    if cell.cell_type == "code":
+        cell.outputs, cell.execution_count = [], None
+    return cell
+
+
+@dataclass(frozen=True)
+class Lab:
+    """What :func:`build_lab` wrote for one chapter.
+
+    Attributes:
+        student: The student edition (solutions removed, checks and otter's cells kept).
+        answer_key: The chapter with the solutions in place, for the instructor.
+        autograder: The zip :func:`grade` and ``otter run -a`` grade with.
+    """
+
+    student: Path
+    answer_key: Path
+    autograder: Path
+
+
+def build_lab(chapter: dict, into: Path = LABS) -> Lab:
+    """Write a chapter's student edition and autograder with ``otter assign``.
+
+    Args:
+        chapter: One of :func:`~bookbuild.manifest.load_manifest`'s chapters.
+        into: The folder that gets ``<stem>/student`` and ``<stem>/autograder``.
+
+    Returns:
+        The :class:`Lab`'s paths.
+
+    Raises:
+        ValueError: If the chapter has no exercises or they break the format.
+        subprocess.CalledProcessError: If ``otter assign`` fails (its output is printed).
+    """
+    import nbformat
+
+    path = Path(chapter["path"])
+    stem = path.stem
+    out = Path(into) / stem
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    nb = nbformat.read(path, as_version=4)
+    with tempfile.TemporaryDirectory(prefix="mirrorbook-lab-") as work:
+        master = Path(work) / path.name
+        nbformat.write(master_notebook(nb, stem), master)
+        subprocess.run(
+            [str(Path(sys.executable).parent / "otter"), "assign", "--no-pdfs", master, out],
+            check=True,
+            capture_output=False,
+            timeout=600,
+        )
+    student = out / "student" / path.name
+    _finish_student(student)
+    _finish_answer_key(out / "autograder" / path.name)
+    zips = sorted((out / "autograder").glob("*.zip"))
+    if len(zips) != 1:
+        raise RuntimeError(f"otter assign wrote {len(zips)} autograder zips in {out}, not one.")
+    return Lab(student, out / "autograder" / path.name, zips[0])
+
+
+STUDENT_NOTE = (
+    "This is the student edition: it has no solutions. After each exercise's check,\n"
+    '`grader.check("exK")` runs the test your teacher grades with: the same check.'
+)
+
+
+def _finish_student(student: Path) -> None:
+    """Complete the student edition otter wrote.
+
+    Its otter cell installs otter-grader where it is missing (Colab), the link to the book's
+    chapter (which has the solutions) goes, and the exercises' introduction says where the
+    solutions are not.
+    """
+    import nbformat
+
+    nb = nbformat.read(student, as_version=4)
+    init = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Initialize")]
+    if len(init) != 1 or "import otter\n" not in init[0].source:
+        raise RuntimeError(f"{student} has no otter init cell to complete.")
+    init[0].source = init[0].source.replace(
+        "import otter\n",
+        "try:\n    import otter\nexcept ImportError:  # e.g. on Colab\n"
+        f'    %pip install --quiet "{OTTER_PIN}"\n    import otter\n',
+        1,
+    )
+    nb.cells = [c for c in nb.cells if "open-in-colab" not in c.metadata.get("tags", [])]
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and "**Exercise 1.**" in cell.source:
+            cell.source = cell.source.replace(" Solutions are at the end.", "")
+            head, _, rest = cell.source.partition("\n\n**Exercise 1.**")
+            cell.source = f"{head}\n\n{STUDENT_NOTE}\n\n**Exercise 1.**{rest}"
+    nbformat.write(nb, student)
+
+
+def _finish_answer_key(key: Path) -> None:
+    """Leave only the solutions in the answer key's answer cells (otter keeps its markers)."""
+    import nbformat
+
+    nb = nbformat.read(key, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.source.startswith("# BEGIN SOLUTION NO PROMPT"):
+            solution = cell.source.split("\n# END SOLUTION\n", 1)[0]
+            cell.source = solution.removeprefix("# BEGIN SOLUTION NO PROMPT\n")
+    nbformat.write(nb, key)
+
+
+@dataclass(frozen=True)
+class Grade:
+    """A submission's grade: points and the check's feedback per exercise.
+
+    Attributes:
+        submission: The graded notebook.
+        scores: ``{"ex1": (points, possible, feedback), ...}``; feedback is empty on a pass.
+    """
+
+    submission: Path
+    scores: dict[str, tuple[float, float, str]]
+
+    @property
+    def total(self) -> tuple[float, float]:
+        """Points scored and possible, over all exercises."""
+        return (
+            sum(s for s, _, _ in self.scores.values()),
+            sum(p for _, p, _ in self.scores.values()),
+        )
+
+
+def grade(lab: Lab, submission: Path, timeout: float = GRADE_TIMEOUT) -> Grade:
+    """Grade one submitted notebook with the lab's autograder, offline and without Docker.
+
+    Runs ``otter run -a <autograder.zip> <submission>``: the submission is executed from top
+    to bottom in this environment, then every exercise's test runs against it.
+
+    Args:
+        lab: The chapter's :class:`Lab`.
+        submission: The learner's notebook.
+        timeout: Seconds the whole grading may take before it is stopped.
+
+    Returns:
+        The :class:`Grade`.
+
+    Raises:
+        subprocess.TimeoutExpired: If grading takes longer than ``timeout``.
+        subprocess.CalledProcessError: If otter fails (not a failing test: that is a score).
+    """
+    with tempfile.TemporaryDirectory(prefix="mirrorbook-grade-") as out:
+        subprocess.run(
+            [
+                str(Path(sys.executable).parent / "otter"),
+                "run",
+                "--no-logo",
+                "-a",
+                str(lab.autograder),
+                "-o",
+                out,
+                str(submission),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=timeout,
+        )
+        results = json.loads((Path(out) / "results.json").read_text())
+    scores = {}
+    for test in results["tests"]:
+        if "score" not in test:  # otter's summary of the public tests
+            continue
+        name = test["name"].split(" - ")[0]
+        score, possible = float(test["score"]), float(test["max_score"])
+        feedback = "" if score == possible else _feedback(test.get("output", ""))
+        scores[name] = (score, possible, feedback)
+    return Grade(Path(submission), scores)
+
+
+def _feedback(output: str) -> str:
+    """The check's message from otter's output of a failed test (its AssertionError line)."""
+    found = re.findall(r"AssertionError: (.*)", output)
+    if found:
+        return found[-1].strip()
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else ""  # the error that stopped the test, e.g. a NameError
+
+
+def chapters_with_exercises(manifest: dict, names=()) -> list[dict]:
+    """The manifest's chapters that have exercises, or those of them ``names`` picks.
+
+    Args:
+        manifest: :func:`~bookbuild.manifest.load_manifest`'s result.
+        names: Chapter files, stems or numbers (``"01_strategy_scope.ipynb"``,
+            ``"01_strategy_scope"`` or ``"1"``); all chapters with exercises if empty.
+
+    Returns:
+        The chapters, in the manifest's order.
+
+    Raises:
+        SystemExit: If a name matches no chapter with exercises.
+
+    Example:
+        >>> from bookbuild.manifest import load_manifest
+        >>> [c["file"] for c in chapters_with_exercises(load_manifest(), ["3"])]
+        ['03_custom_training_loops.ipynb']
+    """
+    chapters = [c for c in manifest["chapters"] if c["exercises"]]
+    if not names:
+        return chapters
+
+    def matches(chapter: dict, name: str) -> bool:
+        stem = Path(chapter["file"]).stem
+        return name in (chapter["file"], stem) or (
+            name.isdigit() and stem.startswith(f"{int(name):02d}_")
+        )
+
+    picked = [c for c in chapters if any(matches(c, n) for n in names)]
+    unknown = [n for n in names if not any(matches(c, n) for c in chapters)]
+    if unknown:
+        known = ", ".join(Path(c["file"]).stem for c in chapters)
+        raise SystemExit(
+            f"[dev] no chapter with exercises is called {', '.join(unknown)}; they are: {known}."
+        )
+    return picked
+
+
+def grades_table(grades: list[Grade]) -> str:
+    """The grades as a text table: one row per submission and exercise, with the feedback.
+
+    Args:
+        grades: What :func:`grade` returned, one per submission.
+
+    Returns:
+        The table, ending with each submission's total.
+
+    Example:
+        >>> print(grades_table([Grade(Path("ada.ipynb"), {"ex1": (1.0, 1.0, ""),
+        ...                                              "ex2": (0.0, 1.0, "not attempted yet")})]))
+        submission  exercise  points  feedback
+        ada.ipynb   ex1       1/1     -
+        ada.ipynb   ex2       0/1     not attempted yet
+        ada.ipynb   total     1/2
+    """
+    rows = [("submission", "exercise", "points", "feedback")]
+    for result in grades:
+        name = _shown(result.submission)
+        for exercise, (score, possible, feedback) in result.scores.items():
+            rows.append((name, exercise, f"{score:g}/{possible:g}", feedback or "-"))
+        score, possible = result.total
+        rows.append((name, "total", f"{score:g}/{possible:g}", ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join(
+        "  ".join(
+            cell.ljust(width) for cell, width in zip([*row[:3], row[3]], [*widths, 0], strict=True)
+        ).rstrip()
+        for row in rows
+    )
+
+
+def _shown(path: Path) -> str:
+    """A submission's path as the teacher typed it: relative to here when it is below here."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def write_grades_csv(grades: list[Grade], path: Path) -> Path:
+    """Write one row per submission: its points per exercise and its total.
+
+    Args:
+        grades: What :func:`grade` returned, one per submission (the same lab).
+        path: The CSV file to write.
+
+    Returns:
+        ``path``.
+
+    Example:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp()) / "grades.csv"
+        >>> print(write_grades_csv([Grade(Path("ada.ipynb"), {"ex1": (1.0, 1.0, "")})], out).read_text())
+        submission,ex1,total,possible
+        ada.ipynb,1,1,1
+        <BLANKLINE>
+    """  # noqa: E501
+    import csv
+
+    names = list(grades[0].scores) if grades else []
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["submission", *names, "total", "possible"])
+        for result in grades:
+            points = [f"{result.scores.get(n, (0, 0, ''))[0]:g}" for n in names]
+            score, possible = result.total
+            writer.writerow([_shown(result.submission), *points, f"{score:g}", f"{possible:g}"])
+    return path
