@@ -15,6 +15,11 @@ from .checks.input_preview import (
     ReplicaBatch as ReplicaBatch,
     preview_input as preview_input,
 )
+from .checks.measurement import (
+    check_all_reduce_growth as check_all_reduce_growth,
+    check_all_reduce_ranking as check_all_reduce_ranking,
+)
+from .checks.resume import check_resume as check_resume
 from .checks.verdicts import (
     CheckResult as CheckResult,
     check_all_reduced as check_all_reduced,
