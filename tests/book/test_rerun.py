@@ -40,5 +40,5 @@ def test_run_all_twice_then_solutions_pass(chapter):
         for cell in checks:
             client.execute_cell(cell, 0)
             verdicts.append(cell.outputs[-1]["data"]["text/plain"])
-    assert len(verdicts) >= 2, "each chapter ends with exercises and their checks"
+    assert verdicts, "a chapter with exercises ends with their checks"
     assert all(v.startswith("PASS") for v in verdicts), verdicts
