@@ -39,6 +39,7 @@ LABS = ROOT / "build" / "labs"  # where `dev.py labs` writes, one folder per cha
 ANSWER_TAG = "exercise-answer"
 CHECK_TAG = "exercise-check"
 GRADE_TIMEOUT = 1800  # seconds one submission may take to grade (chapter 6 takes ~2 min)
+OTTER = str(Path(sys.executable).parent / "otter")  # this environment's otter command
 OTTER_PIN = "otter-grader==7.0.0"  # the student edition installs this where otter is missing
 
 _EXERCISE = re.compile(r"\*\*Exercise (\d+)\.\*\*")
@@ -318,9 +319,8 @@ def build_lab(chapter: dict, into: Path = LABS) -> Lab:
         master = Path(work) / path.name
         nbformat.write(master_notebook(nb, stem), master)
         subprocess.run(
-            [str(Path(sys.executable).parent / "otter"), "assign", "--no-pdfs", master, out],
+            [OTTER, "assign", "--no-pdfs", master, out],
             check=True,
-            capture_output=False,
             timeout=600,
         )
     student = out / "student" / path.name
@@ -420,7 +420,7 @@ def grade(lab: Lab, submission: Path, timeout: float = GRADE_TIMEOUT) -> Grade:
     with tempfile.TemporaryDirectory(prefix="mirrorbook-grade-") as out:
         subprocess.run(
             [
-                str(Path(sys.executable).parent / "otter"),
+                OTTER,
                 "run",
                 "--no-logo",
                 "-a",

@@ -479,7 +479,7 @@ def check_input_pipeline(
         verdict = _probe_dataset_fn(source, global_batch, preview.num_replicas)
         if verdict is not None:
             return verdict
-    if not is_function:
+    else:
         if (verdict := _finite_needs_drop_remainder(source, "the dataset")) is not None:
             return verdict
         if global_batch is not None and preview.global_batch != global_batch:
