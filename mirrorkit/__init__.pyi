@@ -73,6 +73,16 @@ from .measure.allreduce import (
     bus_bandwidth as bus_bandwidth,
     measure_copy_bandwidth as measure_copy_bandwidth,
 )
+from .measure.cost_model import (
+    CostModel as CostModel,
+    StepPrediction as StepPrediction,
+    fit_cost_model as fit_cost_model,
+)
+from .measure.links import LINKS as LINKS, Link as Link
+from .measure.replay import (
+    AllReduceReplay as AllReduceReplay,
+    replay_all_reduce as replay_all_reduce,
+)
 from .measure.tracing import (
     StepPhases as StepPhases,
     StepTrace as StepTrace,

@@ -55,7 +55,9 @@ def make_strategy(all_reduce: str = "collective", devices=None):
             ``CrossDeviceOps`` object), or ``devices`` is a single string or holds
             something else than names.
         ValueError: If ``all_reduce`` is not a known name, or ``devices`` is empty, names
-            a device this process does not have, or names one device twice.
+            a device this process does not have, or names one device twice; or
+            ``"hierarchical_copy"`` on an odd number of devices, whose last device
+            TensorFlow's ``HierarchicalCopyAllReduce`` silently leaves out of the sum.
         AllReduceUnavailableError: If ``"nccl"`` is asked for where it cannot run.
 
     Example:
@@ -76,6 +78,13 @@ def make_strategy(all_reduce: str = "collective", devices=None):
     devices = _checked_devices(tf, devices)
     if all_reduce == "nccl":
         _require_nccl(tf, devices)
+    if all_reduce == "hierarchical_copy" and len(devices) % 2 and len(devices) > 1:
+        raise ValueError(
+            f"hierarchical_copy on {len(devices)} devices would leave {devices[-1]}'s values out "
+            f"of every sum, without an error: TensorFlow's HierarchicalCopyAllReduce splits the "
+            f"devices into two groups of {len(devices) // 2}, and the last one is in neither. "
+            "Pass an even number of devices, or use all_reduce='collective'."
+        )
 
     key = (devices, all_reduce)
     if key not in _STRATEGIES:

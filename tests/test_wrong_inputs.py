@@ -24,7 +24,9 @@ MINIMUM = 5
 RESULTS = {
     "mk.AllReduceBenchmark",  # from benchmark_all_reduce; its from_json is an entry point
     "mk.AllReduceRecord",
+    "mk.AllReduceReplay",  # from replay_all_reduce
     "mk.CheckResult",
+    "mk.CostModel",  # from fit_cost_model; its predict and predict_step are entry points
     "mk.ClusterRun",
     "mk.ClusterStatus",
     "mk.FitReadyModel",
@@ -37,6 +39,7 @@ RESULTS = {
     "mk.ReplicaTable",
     "mk.StepEquivalence",
     "mk.StepPhases",
+    "mk.StepPrediction",
     "mk.StepTrace",
     "mk.WeightGradient",
     "mk.WorkerContext",  # from current_context() or its from_environment
@@ -46,8 +49,11 @@ RESULTS = {
 # Entry points that are not names in a stub: methods learners call, and commands.
 MORE_ENTRY_POINTS = {
     "mk.AllReduceBenchmark.from_json",
+    "mk.CostModel.predict",
+    "mk.CostModel.predict_step",
     "mk.LocalCluster.run",
     "mk.LocalCluster.run_script",
+    "mk.StepTrace.write_trace",
     "mk.WorkerContext.from_environment",
     "python -m mirrorkit.worker",
     "python -m mirrorkit.measure",

@@ -45,7 +45,11 @@ def format_size(nbytes: int) -> str:
 
 
 def format_rate(bytes_per_second: float) -> str:
-    """Decimal units, as nccl-tests prints them: 1.2e9 -> '1.2 GB/s'."""
+    """Decimal units, as nccl-tests prints them: 1.2e9 -> '1.2 GB/s'; 999.7e6 -> '1 GB/s'.
+
+    Rounded to 3 significant digits before the unit is chosen, so nothing reads "1e+03 MB/s".
+    """
+    bytes_per_second = float(f"{bytes_per_second:.3g}")
     for unit, factor in (("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3)):
         if bytes_per_second >= factor:
             return f"{bytes_per_second / factor:.3g} {unit}"
@@ -53,7 +57,11 @@ def format_rate(bytes_per_second: float) -> str:
 
 
 def format_seconds(seconds: float) -> str:
-    """0.00123 -> '1.23 ms'; 2.5e-05 -> '25 us'; 1.5 -> '1.5 s'."""
+    """0.00123 -> '1.23 ms'; 2.5e-05 -> '25 us'; 1.5 -> '1.5 s'; 0.0009996 -> '1 ms'.
+
+    Rounded to 3 significant digits before the unit is chosen, so nothing reads "1e+03 us".
+    """
+    seconds = float(f"{seconds:.3g}")
     if seconds >= 1:
         return f"{seconds:.3g} s"
     if seconds >= 1e-3:

@@ -40,14 +40,16 @@ def number(x) -> str:
 
     Example:
         >>> from mirrorkit.report.values import number
-        >>> number(3.0), number(2 / 3), number(True)
-        ('3', '0.6667', 'True')
+        >>> number(3.0), number(2 / 3), number(True), number(float("nan")), number(-np.inf)
+        ('3', '0.6667', 'True', 'nan', '-inf')
     """
     if isinstance(x, np.bool_ | bool):
         return str(bool(x))
     if isinstance(x, np.integer | int):
         return str(int(x))
     x = float(x)
+    if not np.isfinite(x):
+        return str(x)
     if x == int(x) and abs(x) < 1e15:
         return str(int(x))
     return f"{x:.4g}"

@@ -179,3 +179,31 @@ def test_long_output_lines_wrap(book_html, book_server, browser, manifest):
             lab_test.ARTIFACTS.mkdir(parents=True, exist_ok=True)
             cell.screenshot(path=str(lab_test.ARTIFACTS / "book_cluster_start_error.png"))
     assert not report, "\n".join(report)
+
+
+STEPPER_CHAPTER = "05_where_the_time_goes.html"
+STEPPER = ".mw-stepper.mw-snapshot"  # AllReduceStepper's stored text/html snapshot
+
+
+def test_the_all_reduce_stepper_steps_in_the_built_book(book_html, book_server, browser):
+    """No kernel in a built book: the stepper's frames switch by HTML and CSS alone."""
+    with offline_page(browser, book_server) as (page, problems):
+        _open(page, book_server, book_html, STEPPER_CHAPTER)
+        stepper = page.locator(STEPPER)
+        assert stepper.count() == 1, f"{STEPPER_CHAPTER} should hold one stepper snapshot"
+
+        def shown() -> int:
+            visible = stepper.locator(".mws-frame:visible")
+            assert visible.count() == 1, "exactly one frame is visible"
+            return int(visible.get_attribute("data-step"))
+
+        assert shown() == 0
+        for expected in (1, 2, 3):
+            stepper.locator(".mws-frame:visible .mws-next").click()
+            assert shown() == expected
+        assert "reduce-scatter" in stepper.locator(".mws-frame:visible .mws-what").inner_text()
+        stepper.locator(".mws-frame:visible .mws-prev").click()
+        assert shown() == 2
+        lab_test.ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        stepper.screenshot(path=str(lab_test.ARTIFACTS / "stepper_book.png"))
+        assert not problems, "\n".join(problems)

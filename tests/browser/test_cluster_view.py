@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import math
 import os
 import shutil
 import signal
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from mirrorkit.cluster import _procs
@@ -89,24 +86,6 @@ def _until(predicate, seconds: float, what: str) -> None:
         time.sleep(0.25)
 
 
-def _put_notebook(base: str, token: str, name: str) -> None:
-    """Save the notebook through the server's contents API (wherever its root is)."""
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
-    notebook.metadata["kernelspec"] = {
-        "display_name": "Python 3",
-        "language": "python",
-        "name": "python3",
-    }
-    body = json.dumps({"type": "notebook", "format": "json", "content": notebook}).encode()
-    request = urllib.request.Request(
-        f"{base}/api/contents/{name}?token={token}",
-        data=body,
-        method="PUT",
-        headers={"Content-Type": "application/json"},
-    )
-    urllib.request.urlopen(request, timeout=10).close()  # noqa: S310 - localhost
-
-
 @pytest.fixture
 def cluster_tmp(monkeypatch):
     """TMPDIR of this test's processes: its clusters are found by their run dirs' path.
@@ -137,7 +116,7 @@ def test_cluster_view_shows_a_killed_worker_live_in_jupyterlab(
 ):
     sync_playwright = browser_tools
     base, token = jupyterlab
-    _put_notebook(base, token, "cluster.ipynb")
+    lab_test.put_notebook(base, token, "cluster.ipynb", CELLS)
     lab_test.ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for stale in (f"{FAILED}.png", f"{FAILED}.html"):
         Path(stale).unlink(missing_ok=True)

@@ -242,6 +242,13 @@ WRONG_STRATEGY_ARGUMENTS = [
         id="a device past the last",
     ),
     pytest.param(
+        dict(all_reduce="hierarchical_copy", devices=["/cpu:0", "/cpu:1", "/cpu:2"]),
+        ValueError,
+        "hierarchical_copy",
+        r"leave .*cpu:2's values out of every sum.*even number of devices",
+        id="hierarchical copy on an odd count",
+    ),
+    pytest.param(
         dict(devices=["/cpu:0", "/device:CPU:0"]),
         ValueError,
         "devices",

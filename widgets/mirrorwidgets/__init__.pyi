@@ -8,6 +8,9 @@ from ._routes import hierarchical_groups as hierarchical_groups
 from .all_reduce_chart import (
     AllReduceChart as AllReduceChart,
 )
+from .all_reduce_stepper import (
+    AllReduceStepper as AllReduceStepper,
+)
 from .batch_split import (
     BatchSplitView as BatchSplitView,
 )
