@@ -23,6 +23,14 @@ ALL_REDUCE_ALGORITHMS: dict[str, str] = {
     "nccl": "tf.distribute.NcclAllReduce: NVIDIA's NCCL library; GPUs only.",
 }
 
+# Class name of a MirroredStrategy's cross-device ops -> its name in ALL_REDUCE_ALGORITHMS.
+_BY_CLASS = {
+    "CollectiveAllReduce": "collective",
+    "ReductionToOneDevice": "one_device",
+    "HierarchicalCopyAllReduce": "hierarchical_copy",
+    "NcclAllReduce": "nccl",
+}
+
 # One strategy per (devices, algorithm) and process; see make_strategy's docstring.
 _STRATEGIES: dict[tuple[tuple[str, ...], str], object] = {}
 _KEY_RANGE = 100_000  # collective group keys reserved for each strategy made here
@@ -92,6 +100,25 @@ def make_strategy(all_reduce: str = "collective", devices=None):
     return _STRATEGIES[key]
 
 
+def all_reduce_name(strategy) -> str | None:
+    """The name in ``ALL_REDUCE_ALGORITHMS`` of a ``MirroredStrategy``'s all-reduce.
+
+    Args:
+        strategy: A ``tf.distribute.MirroredStrategy``.
+
+    Returns:
+        ``"collective"``, ``"one_device"``, ``"hierarchical_copy"`` or ``"nccl"``; ``None``
+        for a ``cross_device_ops`` of another class.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> from mirrorkit.strategy import all_reduce_name
+        >>> all_reduce_name(mk.make_strategy("one_device"))
+        'one_device'
+    """
+    return _BY_CLASS.get(type(strategy.extended._cross_device_ops).__name__)
+
+
 def _check_all_reduce(all_reduce) -> None:
     """``all_reduce`` must be one of the names; say how to write it otherwise."""
     known = ", ".join(repr(name) for name in ALL_REDUCE_ALGORITHMS)
@@ -112,15 +139,10 @@ def _check_all_reduce(all_reduce) -> None:
             f"make_strategy(devices={list(all_reduce)!r})."
         )
     cls = type(all_reduce).__name__
-    by_class = {
-        "ReductionToOneDevice": "one_device",
-        "HierarchicalCopyAllReduce": "hierarchical_copy",
-        "NcclAllReduce": "nccl",
-    }
-    if cls in by_class:
+    if cls in _BY_CLASS:
         raise TypeError(
             f"all_reduce must be a name, got a {cls} object: write "
-            f"make_strategy(all_reduce={by_class[cls]!r}), which builds it for you."
+            f"make_strategy(all_reduce={_BY_CLASS[cls]!r}), which builds it for you."
         )
     raise TypeError(
         f"all_reduce must be the name of an all-reduce, got {cls} {all_reduce!r}; choose one "

@@ -41,20 +41,12 @@ from mirrorkit.report.units import (
     parse_size,
 )
 from mirrorkit.report.values import short_device
-from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS, make_strategy
+from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS, all_reduce_name, make_strategy
 
 FORMAT = "mirrorkit.measure.allreduce/1"  # the "format" field of the JSON files written here
 DEFAULT_SIZES = (4 << 10, 1 << 20, 16 << 20)
 COPY_BYTES = 64 << 20  # larger than any CPU cache, so the copy runs at memory speed
 _FLOAT32 = 4
-
-# Class name of a MirroredStrategy's cross_device_ops -> its name in ALL_REDUCE_ALGORITHMS.
-_OPS_NAMES = {
-    "CollectiveAllReduce": "collective",
-    "ReductionToOneDevice": "one_device",
-    "HierarchicalCopyAllReduce": "hierarchical_copy",
-    "NcclAllReduce": "nccl",
-}
 
 Progress = Callable[[int, int, str], None]  # (done, total, what is running now)
 
@@ -690,7 +682,7 @@ def _algorithms(tf, algorithms) -> tuple[object | None, list[str]]:
                 "['collective', 'one_device']."
             )
         ops = type(algorithms.extended._cross_device_ops).__name__
-        return algorithms, [_OPS_NAMES.get(ops, ops)]
+        return algorithms, [all_reduce_name(algorithms) or ops]
     if isinstance(algorithms, str):
         algorithms = [algorithms]
     if not isinstance(algorithms, Iterable) or isinstance(algorithms, Mapping):

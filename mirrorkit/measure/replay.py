@@ -31,14 +31,8 @@ from mirrorkit.measure.schedules import Schedule, schedule
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.units import format_size
 from mirrorkit.report.values import number
-from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS
+from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS, all_reduce_name
 
-_OPS_NAMES = {
-    "CollectiveAllReduce": "collective",
-    "ReductionToOneDevice": "one_device",
-    "HierarchicalCopyAllReduce": "hierarchical_copy",
-    "NcclAllReduce": "nccl",
-}
 _DTYPES = ("float16", "float32", "float64")
 
 
@@ -117,8 +111,8 @@ class AllReduceReplay(Reported):
         return _compare(self.inputs, end, self.strategy_result)
 
     @cached_property
-    def _played(self) -> tuple[list, list]:
-        """Per step, the chunks it changed ``(replica, chunk, values)``; per step, holders."""
+    def _changes(self) -> list:
+        """Per step, the chunks it changed: ``(replica, chunk, values after the step)``."""
         return _play(self.schedule, self.inputs)
 
     def buffers(self, step: int) -> tuple[np.ndarray, ...]:
@@ -139,13 +133,15 @@ class AllReduceReplay(Reported):
         step = self._step(step)
         bounds = self.chunk_bounds
         out = [x.copy() for x in self.inputs]
-        for changes in self._played[0][:step]:
+        for changes in self._changes[:step]:
             for replica, chunk, values in changes:
                 out[replica][slice(*bounds[chunk])] = values
         return tuple(out)
 
     def holders(self, step: int) -> tuple[tuple[frozenset, ...], ...]:
         """After ``step`` steps, per replica and chunk: whose values that chunk sums so far.
+
+        The schedule's :meth:`~mirrorkit.measure.schedules.Schedule.holders`, checked for range.
 
         Example:
             >>> import numpy as np
@@ -156,7 +152,7 @@ class AllReduceReplay(Reported):
             >>> sorted(replay.holders(1)[1][0])  # replica 1, chunk 0: 0's values plus its own
             [0, 1]
         """
-        return self._played[1][self._step(step)]
+        return self.schedule.holders()[self._step(step)]
 
     def step_bytes(self) -> list[int]:
         """Per step, the bytes the busiest replica's link carries in one direction."""
@@ -334,11 +330,11 @@ def replay_all_reduce(strategy, values, algorithm: str | None = None) -> AllRedu
             "this strategy has one replica, so an all-reduce sends nothing: run "
             "mk.simulate_replicas(4) before TensorFlow starts, then mk.make_strategy()."
         )
-    ops = type(strategy.extended._cross_device_ops).__name__
-    own = _OPS_NAMES.get(ops)
+    own = all_reduce_name(strategy)
     if algorithm is None:
         algorithm = own
         if algorithm is None:
+            ops = type(strategy.extended._cross_device_ops).__name__
             raise ValueError(
                 f"the strategy's all-reduce {ops} is not one the replay knows; pass algorithm= "
                 f"one of {', '.join(map(repr, ALL_REDUCE_ALGORITHMS))}."
@@ -411,34 +407,26 @@ def _strategy_all_reduce(tf, strategy, inputs) -> tuple[np.ndarray, ...]:
 _REDUCERS: dict[int, tuple[object, object]] = {}
 
 
-def _play(plan: Schedule, inputs: tuple[np.ndarray, ...]) -> tuple[list, list]:
-    """Run the schedule: per step the chunks it changed, and holders before/after each step.
+def _play(plan: Schedule, inputs: tuple[np.ndarray, ...]) -> list:
+    """Run the schedule on the values: per step, the chunks it changed and their new values.
 
     Only changed chunks are kept (2 (n - 1) chunks per replica for the ring), not every
     replica's whole vector after every step.
     """
     bounds = plan.chunk_bounds(inputs[0].size)
     buffers = [x.copy() for x in inputs]
-    holders = [[frozenset({r})] * plan.chunks for r in range(plan.replicas)]
-    changes, held_after = [], [tuple(map(tuple, holders))]
+    changes = []
     for step in plan.steps:
-        payload = [
-            (t, buffers[t.source][slice(*bounds[t.chunk])].copy(), holders[t.source][t.chunk])
-            for t in step.transfers
-        ]
+        payload = [(t, buffers[t.source][slice(*bounds[t.chunk])].copy()) for t in step.transfers]
         changed = {}
-        for t, chunk, held in payload:
+        for t, chunk in payload:
             part = slice(*bounds[t.chunk])
-            if t.combine == "add":
-                buffers[t.target][part] = buffers[t.target][part] + chunk
-                holders[t.target][t.chunk] = holders[t.target][t.chunk] | held
-            else:
-                buffers[t.target][part] = chunk
-                holders[t.target][t.chunk] = held
+            buffers[t.target][part] = (
+                buffers[t.target][part] + chunk if t.combine == "add" else chunk
+            )
             changed[t.target, t.chunk] = None
         changes.append([(r, c, buffers[r][slice(*bounds[c])].copy()) for r, c in changed])
-        held_after.append(tuple(map(tuple, holders)))
-    return changes, held_after
+    return changes
 
 
 def _compare(inputs, replayed, result) -> Comparison:

@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -178,6 +179,34 @@ class Schedule:
                 sent[t.source] += sizes[t.chunk]
         return sent
 
+    def holders(self) -> tuple[tuple[tuple[frozenset, ...], ...], ...]:
+        """Before the first step and after each: per replica and chunk, whose values it sums.
+
+        ``holders()[k][r][c]`` is the set of replicas whose values chunk ``c`` on replica ``r``
+        holds after ``k`` steps; it depends on the schedule alone, not on the values.
+
+        Example:
+            >>> from mirrorkit.measure.schedules import schedule
+            >>> ring = schedule("collective", 3)
+            >>> sorted(ring.holders()[1][1][0])  # replica 1, chunk 0: 0's values plus its own
+            [0, 1]
+        """
+        return self._holders
+
+    @cached_property
+    def _holders(self) -> tuple[tuple[tuple[frozenset, ...], ...], ...]:
+        held = [[frozenset({r})] * self.chunks for r in range(self.replicas)]
+        out = [tuple(map(tuple, held))]
+        for step in self.steps:
+            before = [list(row) for row in held]  # transfers of a step send what was there
+            for t in step.transfers:
+                sent = before[t.source][t.chunk]
+                held[t.target][t.chunk] = (
+                    held[t.target][t.chunk] | sent if t.combine == "add" else sent
+                )
+            out.append(tuple(map(tuple, held)))
+        return tuple(out)
+
     def left_out(self) -> tuple[int, ...]:
         """Replicas whose values never reach the result (an odd count in hierarchical copy).
 
@@ -186,15 +215,7 @@ class Schedule:
             >>> schedule("hierarchical_copy", 3).left_out(), schedule("collective", 3).left_out()
             ((2,), ())
         """
-        held = [[{r} for _ in range(self.chunks)] for r in range(self.replicas)]
-        for step in self.steps:
-            before = [[set(c) for c in row] for row in held]
-            for t in step.transfers:
-                if t.combine == "add":
-                    held[t.target][t.chunk] |= before[t.source][t.chunk]
-                else:
-                    held[t.target][t.chunk] = set(before[t.source][t.chunk])
-        reached = set.intersection(*(c for row in held for c in row))
+        reached = frozenset.intersection(*(c for row in self.holders()[-1] for c in row))
         return tuple(r for r in range(self.replicas) if r not in reached)
 
 
