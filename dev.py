@@ -312,7 +312,7 @@ def test_jobs(book: Env, only: set[str] | None = None) -> list[Job]:
         Job(
             "reference",
             f"Python {reference}, lock.txt: lint, doctests, tests (each chapter run twice, "
-            "browser, book build), nbval strict x2",
+            "browser, book build), nbval strict",
             lambda: (ensure_env(book), every(*(lambda t=t: book.dev(t) for t in REFERENCE))),
             book,
         )

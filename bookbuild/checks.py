@@ -70,8 +70,11 @@ def unit_test_commands(*extra: str) -> list[list[str]]:
     ]
 
 
-def nbval_commands(manifest: dict, rounds: int = 2) -> list[list[str]]:
-    """Every chapter through nbval, ``rounds`` times in a row per mode: re-runs must pass too.
+def nbval_commands(manifest: dict, rounds: int = 1) -> list[list[str]]:
+    """Every chapter through nbval, ``rounds`` times in a row per mode.
+
+    Once is the default: ``tests/book/test_rerun.py`` already runs every chapter twice in one
+    kernel, in the chapter's own folder, so a second round here would test re-running again.
 
     Chapters are grouped by their ``nbval`` mode (:data:`~bookbuild.manifest.NBVAL_MODES`);
     a group's cell timeout is the longest of its chapters'. Outputs are compared after
@@ -89,7 +92,7 @@ def nbval_commands(manifest: dict, rounds: int = 2) -> list[list[str]]:
         ...     {"path": Path("a.ipynb"), "nbval": "strict", "cell_timeout": 300},
         ...     {"path": Path("b.ipynb"), "nbval": "strict", "cell_timeout": 60},
         ... ]}
-        >>> for command in nbval_commands(manifest):
+        >>> for command in nbval_commands(manifest, rounds=2):
         ...     print(command[5], command[-3], *command[-2:])
         --nbval --nbval-cell-timeout=300 a.ipynb b.ipynb
         --nbval --nbval-cell-timeout=300 a.ipynb b.ipynb

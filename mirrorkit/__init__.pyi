@@ -9,6 +9,7 @@ from .checks.equivalence import (
     WeightGradient as WeightGradient,
     check_step_equivalence as check_step_equivalence,
 )
+from .checks.evaluation import check_evaluation as check_evaluation
 from .checks.input_preview import (
     AUTO_SHARD_POLICIES as AUTO_SHARD_POLICIES,
     InputPreview as InputPreview,
@@ -19,9 +20,10 @@ from .checks.measurement import (
     check_all_reduce_growth as check_all_reduce_growth,
     check_all_reduce_ranking as check_all_reduce_ranking,
 )
+from .checks.restore import check_restore as check_restore
+from .checks.result import CheckResult as CheckResult
 from .checks.resume import check_resume as check_resume
 from .checks.verdicts import (
-    CheckResult as CheckResult,
     check_all_reduced as check_all_reduced,
     check_input_pipeline as check_input_pipeline,
     check_loss_step as check_loss_step,

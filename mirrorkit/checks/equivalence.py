@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mirrorkit._validate import require_strategy
+from mirrorkit.checks._losses import per_example_loss as _resolve_loss
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import error_lines, number, summarize
 
@@ -280,7 +281,7 @@ def check_step_equivalence(
             f"got {type(compute_loss).__name__}."
         )
     x, y, global_batch = _split_batch(tf, batch)
-    per_example_loss = _per_example_loss(loss)
+    per_example_loss = _resolve_loss(loss)
 
     reference = _build_model(tf, model_fn, x)
     _check_layers(reference)
@@ -505,31 +506,6 @@ def _good_pattern(loss) -> str:
     else:
         make = "your per-example loss function"
     return f"loss_fn = {make}; {_GOOD_STEPS}"
-
-
-def _per_example_loss(loss):
-    import keras
-
-    if isinstance(loss, str):
-        try:
-            fn = keras.losses.get(loss)
-        except ValueError as error:
-            raise ValueError(
-                f"loss={loss!r} is not a Keras loss name: use a name such as 'mse' or "
-                "'sparse_categorical_crossentropy', a keras.losses.Loss, or a function."
-            ) from error
-        if isinstance(fn, keras.losses.Loss):
-            return fn.call
-        return fn
-    if isinstance(loss, keras.losses.Loss):
-        return loss.call  # the per-example values, before any reduction
-    if callable(loss):
-        return loss
-    raise TypeError(
-        f"loss must be the per-example loss meant to be minimised: a Keras loss name such "
-        f"as 'mse', a keras.losses.Loss or a function loss(y_true, y_pred); got "
-        f"{type(loss).__name__}."
-    )
 
 
 def _build_model(tf, model_fn, x):

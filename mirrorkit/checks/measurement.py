@@ -24,13 +24,12 @@ import math
 import numbers
 from collections.abc import Mapping
 
-from mirrorkit.checks.verdicts import CheckResult
+from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult
 from mirrorkit.report.units import format_seconds, format_size, parse_size
 
 # Two derivations from the same records (a ratio of times, or the same ratio through algbw)
 # agree to rounding; different recorded numbers differ by far more.
 _SAME = 1e-9
-_NOT_ATTEMPTED = "not attempted yet: replace the ... with your answer and run the cell."
 _FIELDS = ("algorithm", "replicas", "bytes", "median_s", "min_s", "max_s", "iqr_s")
 _MAKE = "make it with mk.benchmark_all_reduce(...)"
 
@@ -91,7 +90,7 @@ def check_all_reduce_ranking(
     if problem:
         raise TypeError(problem)
     if predicted_ranking is Ellipsis or ranking is Ellipsis:
-        return CheckResult(False, _NOT_ATTEMPTED)
+        return NOT_ATTEMPTED
     here = {r.algorithm: r for r in records if r.bytes == nbytes and r.replicas == replicas}
     if len(here) < 2:
         return CheckResult(False, _nothing_to_rank(benchmark, records, here, nbytes, replicas))
@@ -197,7 +196,7 @@ def check_all_reduce_growth(
             "(a prediction within a factor 2 of the measurement is right)."
         )
     if any(answer is Ellipsis for answer in (predicted_growth, measured_growth, measurement)):
-        return CheckResult(False, _NOT_ATTEMPTED)
+        return NOT_ATTEMPTED
     sizes = f"{format_size(high)} takes than {format_size(low)}"
     predicted = _number(predicted_growth)
     if predicted is None or not predicted > 0 or math.isinf(predicted):

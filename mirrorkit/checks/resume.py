@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from mirrorkit._validate import require_seconds
-from mirrorkit.checks.verdicts import CheckResult
+from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult
 from mirrorkit.report.values import error_lines
 from mirrorkit.training.recipes import TRUE_WEIGHTS, compare_weights, step_batches
 
@@ -56,7 +56,6 @@ SAVE_EVERY = 4  # save() is called after steps 4, 8 and 12
 KILL_AFTER = 6  # the last worker is killed after this step: the checkpoint of step 4 remains
 PARAMETERS = ("context", "checkpoint_dir", "model", "optimizer", "step", "seen")
 
-_NOT_ATTEMPTED = "not attempted yet: replace the ... with your answer and run the cell."
 _RIGHT_PATTERN = (
     "build checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, "
     "seen=seen), restore tf.train.latest_checkpoint(checkpoint_dir) if there is one, and "
@@ -259,7 +258,7 @@ def check_resume(
         raise TypeError(f"seed must be an int, got {_kind(seed)}: write seed=SEED or seed=0.")
     timeout = require_seconds(timeout, "timeout", example="timeout=90 (seconds per run)")
     if checkpointing is ...:
-        return CheckResult(False, _NOT_ATTEMPTED)
+        return NOT_ATTEMPTED
     problem = _signature_problem(checkpointing)
     if problem:
         return CheckResult(False, problem)

@@ -2,68 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from mirrorkit._validate import require_strategy
 from mirrorkit.checks.equivalence import check_step_equivalence
 from mirrorkit.checks.input_preview import AUTO_SHARD_POLICIES, preview_input
+from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 from mirrorkit.inspection import MIRRORED, MIRRORED_VALUE, PER_REPLICA, SINGLE, inspect
-from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import summarize
-
-
-@dataclass(frozen=True, repr=False)
-class CheckResult(Reported):
-    """The verdict of a check: ``passed`` plus a sentence saying why (and what to try).
-
-    Example:
-        >>> from mirrorkit import CheckResult
-        >>> CheckResult(True, "well done")
-        PASS: well done
-        >>> bool(CheckResult(False, "not yet"))
-        False
-    """
-
-    passed: bool
-    message: str
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    def report(self) -> Report:
-        """The verdict as a report: one line, ``PASS`` or ``NOT YET`` and the message.
-
-        Example:
-            >>> from mirrorkit import CheckResult
-            >>> CheckResult(False, "not yet").report().lines[0].tone
-            'warn'
-        """
-        label, tone = ("PASS", "good") if self.passed else ("NOT YET", "warn")
-        return Report(lines=(Line(self.message, tone=tone, label=label),))
-
-
-_TODO = CheckResult(False, "not attempted yet: replace the ... with your answer and run the cell.")
 
 # The ops that carry an all-reduce between replicas in a traced function: the collective ops
 # (CollectiveAllReduce, MultiWorkerMirroredStrategy) and NCCL's.
 _ALL_REDUCE_OPS = frozenset(
     {"CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3", "NcclAllReduce"}
 )
-
-
-def _cannot_check_with_one_replica(strategy, what: str) -> CheckResult | None:
-    """The refusal a check gives when one replica cannot show the mistakes it looks for."""
-    if strategy.num_replicas_in_sync > 1:
-        return None
-    return CheckResult(
-        False,
-        f"cannot check {what} with one replica: with a single replica every per-replica "
-        "value is the global one, so the mistakes this check looks for do not show. Run "
-        "mk.simulate_replicas(4) at the start of the notebook (restart the kernel first) "
-        "and make the strategy again.",
-    )
 
 
 def check_mirrored(value, strategy, *, dtype=None, expected=None) -> CheckResult:
@@ -205,7 +157,7 @@ def check_per_replica(value, strategy, expected, *, dtype=None) -> CheckResult:
             "in replica order (strategy.num_replicas_in_sync is the count)."
         )
     arrays = [_number_array(want, f"expected[{i}]") for i, want in enumerate(expected)]
-    refusal = _cannot_check_with_one_replica(strategy, "per-replica values")
+    refusal = cannot_check_with_one_replica(strategy, "per-replica values")
     if value is not Ellipsis and refusal is not None:
         return refusal
     return _compare(value, arrays, "every replica holds its expected value.", wanted_dtype)
@@ -316,7 +268,7 @@ def check_all_reduced(replica_fn, strategy, expected) -> CheckResult:
     wanted = strategy.num_replicas_in_sync
     total = _number_array(expected, "expected")
     if replica_fn is Ellipsis:
-        return _TODO
+        return NOT_ATTEMPTED
     if not callable(replica_fn) or isinstance(replica_fn, tf.Variable | tf.Tensor):
         return CheckResult(
             False,
@@ -324,7 +276,7 @@ def check_all_reduced(replica_fn, strategy, expected) -> CheckResult:
             "strategy.run (replica_fn, not strategy.run(replica_fn)), so that the check can "
             "run it and see the all-reduce.",
         )
-    if (refusal := _cannot_check_with_one_replica(strategy, "an all-reduce")) is not None:
+    if (refusal := cannot_check_with_one_replica(strategy, "an all-reduce")) is not None:
         return refusal
     cross_device_ops = getattr(strategy.extended, "_cross_device_ops", None)
     if isinstance(
@@ -452,7 +404,7 @@ def check_input_pipeline(
             f"{', '.join(map(repr, AUTO_SHARD_POLICIES))}; got {auto_shard!r}."
         )
     if source is Ellipsis:
-        return _TODO
+        return NOT_ATTEMPTED
     import tensorflow as tf
 
     is_function = callable(source) and not isinstance(source, tf.data.Dataset)
@@ -461,7 +413,7 @@ def check_input_pipeline(
             "checking a dataset function needs global_batch=...: the global batch the "
             "function is meant to split, e.g. global_batch=32."
         )
-    if (refusal := _cannot_check_with_one_replica(strategy, "how input is split")) is not None:
+    if (refusal := cannot_check_with_one_replica(strategy, "how input is split")) is not None:
         return refusal
     try:
         preview = preview_input(strategy, source)
@@ -637,8 +589,8 @@ def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> C
     """
     require_strategy(strategy, "mk.check_loss_step(compute_loss, strategy, model_fn, batch)")
     if compute_loss is Ellipsis:
-        return _TODO
-    if (refusal := _cannot_check_with_one_replica(strategy, "a loss")) is not None:
+        return NOT_ATTEMPTED
+    if (refusal := cannot_check_with_one_replica(strategy, "a loss")) is not None:
         return refusal
     batches = batch if isinstance(batch, list) else [batch]
     if not batches:
@@ -662,7 +614,7 @@ def _table_or_verdict(value, wanted: str, fix: str):
     import keras
 
     if value is Ellipsis:
-        return _TODO
+        return NOT_ATTEMPTED
     if isinstance(value, keras.layers.Layer):
         return CheckResult(
             False,

@@ -1,0 +1,250 @@
+"""Does a learner's evaluation loop give the mean loss over every example, under a strategy?
+
+:func:`check_evaluation` runs the learner's ``evaluate(model, dataset)`` twice: on full global
+batches only, and on a dataset whose last batch is short and splits unevenly over the
+replicas. The right answer is the same both times: the mean of the per-example losses over
+the examples the dataset holds, which the check computes on one device in float64. When the
+learner's number differs, the check compares it with what the usual mistakes give (each
+replica's mean summed, a mean taken twice, the batches' means averaged, every batch divided by
+the full global batch) and names the one it matches.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from mirrorkit._validate import require_strategy
+from mirrorkit.checks._losses import per_example_loss
+from mirrorkit.checks.result import (
+    NOT_ATTEMPTED,
+    CheckResult,
+    cannot_check_with_one_replica,
+    raised,
+)
+
+_CALL = "mk.check_evaluation(evaluate, strategy, model, data, global_batch=...)"
+_RTOL = 1e-5  # float32 sums of a few dozen values, in another order than float64's
+
+
+def check_evaluation(
+    evaluate: Callable, strategy, model, data, *, global_batch: int, loss="mse"
+) -> CheckResult:
+    """Check that ``evaluate(model, dataset)`` returns the mean loss over every example.
+
+    ``evaluate`` gets a ``tf.data.Dataset`` of ``(x, y)`` batched by ``global_batch`` (not yet
+    distributed: distributing it is the learner's job) and returns one number. The check
+    calls it on the first ``2 * global_batch`` examples (two full batches), then on
+    ``global_batch + short`` examples, where the short last batch holds one more example than
+    there are replicas, so the replicas' shares of it are unequal. Each answer must equal the
+    mean of the per-example ``loss`` over those examples to a relative 1e-5, and the model's
+    weights must be as they were (evaluating trains nothing). With one replica the mistakes
+    this looks for do not show, so there the check refuses.
+
+    The check cannot see how ``evaluate`` computed its number: a loop that never used the
+    strategy but gave the right number passes.
+
+    Args:
+        evaluate: The learner's ``evaluate(model, dataset)`` (``...``: not attempted).
+        strategy: The strategy the model was built under.
+        model: A Keras model built under ``strategy.scope()``.
+        data: ``(x, y)``, NumPy arrays with at least ``2 * global_batch`` examples.
+        global_batch: The global batch size the datasets are batched by (2 or more examples
+            per replica).
+        loss: The per-example loss to average: a Keras loss name such as ``"mse"``, a
+            ``keras.losses.Loss`` (its reduction is ignored) or ``loss(y_true, y_pred)``.
+
+    Returns:
+        A :class:`~mirrorkit.CheckResult`; on a wrong answer its message names the mistake.
+
+    Raises:
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``.
+
+    Example:
+        >>> import numpy as np, keras
+        >>> import mirrorkit as mk
+        >>> strategy = mk.make_strategy()
+        >>> with strategy.scope():
+        ...     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> data = (np.ones((8, 2), "float32"), np.zeros((8, 1), "float32"))
+        >>> def evaluate(model, dataset):
+        ...     return model.evaluate(dataset, verbose=0)
+        >>> print(mk.check_evaluation(evaluate, strategy, model, data, global_batch=4).message[:45])
+        cannot check an evaluation loop with one repl
+    """
+    require_strategy(strategy, _CALL)
+    if evaluate is Ellipsis:
+        return NOT_ATTEMPTED
+    if not callable(evaluate):
+        return CheckResult(
+            False,
+            f"evaluate is a {type(evaluate).__name__}, not a function: define "
+            "def evaluate(model, dataset): ... returning the mean loss over the dataset.",
+        )
+    if (refusal := cannot_check_with_one_replica(strategy, "an evaluation loop")) is not None:
+        return refusal
+    problem = _setup_problem(strategy, model, data, global_batch)
+    if problem:
+        return CheckResult(False, problem)
+    try:
+        loss_fn = per_example_loss(loss)
+    except (TypeError, ValueError) as error:
+        return CheckResult(False, str(error))
+
+    import tensorflow as tf
+
+    x, y = (np.asarray(a) for a in data)
+    replicas = strategy.num_replicas_in_sync
+    short = replicas + 1 if replicas + 1 < global_batch else 1
+    before = [w.numpy() for w in model.weights]
+    full, ragged = 2 * global_batch, global_batch + short
+    what = {
+        full: f"on {full} examples in full batches",
+        ragged: f"with a short last batch of {short} examples (some replicas get fewer, or none)",
+    }
+    answers = []
+    for size in (full, ragged):
+        dataset = tf.data.Dataset.from_tensor_slices((x[:size], y[:size])).batch(global_batch)
+        try:
+            answer = evaluate(model, dataset)
+        except Exception as error:  # noqa: BLE001 - the learner's code: a verdict, not a traceback
+            return CheckResult(
+                False,
+                f"{what[size]}, evaluate raised {raised(error)} "
+                "Every replica must return a value of the same shape even when its share of "
+                "the batch is empty: sum the per-example losses (a sum of nothing is 0) and "
+                "count the examples.",
+            )
+        number = _as_number(answer)
+        if number is None:
+            return CheckResult(
+                False,
+                f"evaluate returned {type(answer).__name__} {answer!r:.60}, not one number: "
+                "return the mean loss, e.g. float(total / count).",
+            )
+        if not all(
+            np.array_equal(a, w.numpy()) for a, w in zip(before, model.weights, strict=True)
+        ):
+            return CheckResult(
+                False,
+                "evaluate changed the model's weights: evaluating computes the loss only "
+                "(model(x, training=False)); no gradients, no optimizer, no fit.",
+            )
+        losses = np.asarray(
+            loss_fn(tf.constant(y[:size]), model(x[:size], training=False)), np.float64
+        ).reshape(-1)
+        answers.append((size, number, losses))
+        verdict = (_full_batches if size == full else _short_batch)(
+            answers, global_batch, replicas, what[size]
+        )
+        if verdict is not None:
+            return verdict
+    return CheckResult(
+        True,
+        f"evaluate gives the mean loss over every example, over {replicas} replicas: "
+        f"{answers[0][2].mean():.6g} {what[full]}, and {answers[1][2].mean():.6g} {what[ragged]}.",
+    )
+
+
+def _setup_problem(strategy, model, data, global_batch) -> str | None:
+    """What is wrong with the arguments the chapter passes, or None."""
+    import keras
+
+    if not isinstance(model, keras.Model):
+        return f"model is a {type(model).__name__}, not a Keras model: pass the model to evaluate."
+    if not model.weights or not strategy.extended.variable_created_in_scope(model.weights[0].value):
+        return (
+            "model was not built under this strategy's scope: build it inside "
+            "`with strategy.scope():` so that evaluating runs on every replica."
+        )
+    if isinstance(global_batch, bool) or not isinstance(global_batch, int):
+        return f"global_batch must be an int, got {type(global_batch).__name__}."
+    replicas = strategy.num_replicas_in_sync
+    if global_batch < 2 * replicas:
+        return (
+            f"global_batch={global_batch} is too small to check with {replicas} replicas: use "
+            f"at least {2 * replicas} (two examples per replica)."
+        )
+    if not (isinstance(data, tuple | list) and len(data) == 2):
+        return "data must be a pair (x, y) of NumPy arrays."
+    x, y = (np.asarray(a) for a in data)
+    if len(x) != len(y):
+        return f"x has {len(x)} examples but y has {len(y)}: give as many of each."
+    if len(x) < 2 * global_batch:
+        return (
+            f"data has {len(x)} examples; the check needs at least {2 * global_batch} "
+            f"(two global batches of {global_batch})."
+        )
+    return None
+
+
+def _as_number(answer) -> float | None:
+    try:
+        value = np.asarray(answer, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    if value.size != 1:
+        return None
+    return float(value.reshape(()))
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=_RTOL, abs_tol=1e-12)
+
+
+def _full_batches(answers, global_batch: int, replicas: int, what: str) -> CheckResult | None:
+    (_, got, _), right = answers[0], answers[0][2].mean()
+    if _close(got, right):
+        return None
+    if _close(got, right * replicas):
+        return CheckResult(
+            False,
+            f"{what}, the loss is {replicas} times too large ({got:.6g}, the mean is "
+            f"{right:.6g}): each replica's own mean was summed over the replicas. Divide each "
+            "replica's summed loss by the global batch (tf.nn.compute_average_loss("
+            "per_example, global_batch_size=...)) before the SUM, or sum losses and count "
+            "examples.",
+        )
+    if _close(got, right / replicas):
+        return CheckResult(
+            False,
+            f"{what}, the loss is 1/{replicas} of the mean ({got:.6g}, the mean is {right:.6g}): "
+            "it was divided by the replicas twice. A Keras loss object under the scope already "
+            "divides by num_replicas_in_sync, and strategy.reduce('MEAN', ...) averages again.",
+        )
+    return CheckResult(
+        False, f"{what}, evaluate gives {got:.6g}, but the mean loss is {right:.6g}."
+    )
+
+
+def _short_batch(answers, global_batch: int, replicas: int, what: str) -> CheckResult | None:
+    (_, got, losses), right = answers[1], answers[1][2].mean()
+    if _close(got, right):
+        return None
+    start = f"right with full batches, but {what} evaluate gives {got:.6g}, not {right:.6g}"
+    if math.isnan(got):
+        return CheckResult(
+            False,
+            f"{start}: a replica with no examples took the mean of nothing (0 / 0). Sum the "
+            "per-example losses and count the examples on every replica instead.",
+        )
+    if _close(got, float(np.mean([losses[:global_batch].mean(), losses[global_batch:].mean()]))):
+        return CheckResult(
+            False,
+            f"{start}: it averages the batches' means, so the short batch weighs as much as a "
+            "full one. Sum the per-example losses and count the examples over all batches, "
+            "then divide once at the end.",
+        )
+    if _close(got, losses.sum() / (2 * global_batch)):
+        return CheckResult(
+            False,
+            f"{start}: every batch is divided by the global batch of {global_batch}, the short "
+            "one too. Count the examples the batches really hold.",
+        )
+    return CheckResult(
+        False,
+        f"{start}. Weigh every example once: sum the per-example losses and count the "
+        "examples on every replica, add both up over the replicas, and divide at the end.",
+    )
