@@ -289,8 +289,10 @@ class Job:
 
 
 REFERENCE = ("_lint", "_unit", "_nbval")  # the reference job's tasks
-# The chapters executed at other replica counts need one Python, not three (about 5 minutes).
-OTHER_JOBS_SKIP = ("-m", "not replica_counts and not grading")
+# The chapters executed at other replica counts, the labs' grading and the browser tests (the
+# same JupyterLab, Chromium and built pages whatever the kernel's Python) need one job, not
+# three.
+OTHER_JOBS_SKIP = ("-m", "not replica_counts and not grading and not browser")
 # Other jobs run each chapter's "Run All" once before its solutions (tests/book/test_rerun.py);
 # running it a second time in the same kernel tests re-running, which the reference job does.
 OTHER_JOBS_ENV = {"MIRRORBOOK_RUN_ALL": "1"}
