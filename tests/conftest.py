@@ -99,3 +99,23 @@ def refuses():
 def clear_message():
     """:func:`assert_clear_message`, for a table whose messages come from a command's output."""
     return assert_clear_message
+
+
+@pytest.fixture(scope="session")
+def judged(refuses, clear_message):
+    """``judged(call, error, argument, match)``, for the tables of a learner check's wrong inputs.
+
+    A check answers most mistakes with a failed result instead of an exception: with ``error``
+    None, ``call()`` must return a failed result whose message is clear (see ``refuses``);
+    otherwise it must raise ``error`` with a clear message.
+    """
+
+    def check(call, error, argument: str, match: str) -> None:
+        if error is None:
+            result = call()
+            assert not result.passed, result
+            clear_message(result.message, argument, match)
+        else:
+            refuses(call, error, argument, match)
+
+    return check

@@ -174,11 +174,6 @@ WRONG_RESTORES = [
 
 @pytest.mark.wrong_inputs("mk.check_restore")
 @pytest.mark.parametrize(("call", "error", "argument", "match"), WRONG_RESTORES)
-def test_check_restore_wrong_inputs(refuses, clear_message, saved, call, error, argument, match):
+def test_check_restore_wrong_inputs(judged, saved, call, error, argument, match):
     model, path = saved
-    if error is None:
-        result = call(model, path)
-        assert not result.passed, result
-        clear_message(result.message, argument, match)
-    else:
-        refuses(lambda: call(model, path), error, argument, match)
+    judged(lambda: call(model, path), error, argument, match)
