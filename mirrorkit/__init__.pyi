@@ -4,6 +4,10 @@ Each import names its public name twice (``X as X``), the way a stub marks a re-
 (PEP 484); ``lazy_loader.attach_stub`` reads the same lines at run time.
 """
 
+from .checks.cluster_spec import (
+    check_cluster_spec as check_cluster_spec,
+    check_partitioner as check_partitioner,
+)
 from .checks.equivalence import (
     StepEquivalence as StepEquivalence,
     WeightGradient as WeightGradient,
@@ -23,6 +27,10 @@ from .checks.measurement import (
 from .checks.restore import check_restore as check_restore
 from .checks.result import CheckResult as CheckResult
 from .checks.resume import check_resume as check_resume
+from .checks.scaling import (
+    check_accumulation as check_accumulation,
+    check_clipping as check_clipping,
+)
 from .checks.verdicts import (
     check_all_reduced as check_all_reduced,
     check_input_pipeline as check_input_pipeline,
@@ -107,4 +115,10 @@ from .training.mixed_precision import (
     LossScaleStep as LossScaleStep,
     mixed_precision_policy as mixed_precision_policy,
     run_loss_scale as run_loss_scale,
+)
+from .training.scaling import (
+    ScalingCurve as ScalingCurve,
+    ScalingSweep as ScalingSweep,
+    linear_scaling_schedule as linear_scaling_schedule,
+    run_scaling_sweep as run_scaling_sweep,
 )

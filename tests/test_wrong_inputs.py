@@ -37,6 +37,8 @@ RESULTS = {
     "mk.ReplicaPlan",
     "mk.ReplicaRow",
     "mk.ReplicaTable",
+    "mk.ScalingCurve",  # from run_scaling_sweep
+    "mk.ScalingSweep",
     "mk.StepEquivalence",
     "mk.StepPhases",
     "mk.StepPrediction",

@@ -8,4 +8,7 @@
 * :mod:`~mirrorkit.checks.resume`: does a learner's checkpointing survive a killed worker?
 * :mod:`~mirrorkit.checks.evaluation`: does an evaluation loop average over every example?
 * :mod:`~mirrorkit.checks.restore`: does a restore give back the saved model, bit for bit?
+* :mod:`~mirrorkit.checks.cluster_spec`: a parameter-server cluster's TF_CONFIG, and a variable
+  partitioner.
+* :mod:`~mirrorkit.checks.scaling`: gradient accumulation and clipping under a strategy.
 """

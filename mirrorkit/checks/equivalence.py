@@ -38,8 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mirrorkit._losses import per_example_loss as _resolve_loss
 from mirrorkit._validate import require_strategy
-from mirrorkit.checks._losses import per_example_loss as _resolve_loss
+from mirrorkit.checks._steps import build_model, check_layers, flat_float64, gradient_ratio
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import error_lines, number, summarize
 
@@ -283,11 +284,11 @@ def check_step_equivalence(
     x, y, global_batch = _split_batch(tf, batch)
     per_example_loss = _resolve_loss(loss)
 
-    reference = _build_model(tf, model_fn, x)
-    _check_layers(reference)
+    reference = build_model(tf, model_fn, x)
+    check_layers(reference)
     initial = reference.get_weights()
     with strategy.scope():
-        model = _build_model(tf, model_fn, x)
+        model = build_model(tf, model_fn, x)
     model.set_weights(initial)
     variables = model.trainable_variables
     if not variables:
@@ -354,9 +355,11 @@ def check_step_equivalence(
 
     n = strategy.num_replicas_in_sync
     example_weights, reg_weights, explained = [], [], True
-    flat_reg = _flat(reg_grad) if has_reg else None
+    flat_reg = flat_float64(reg_grad) if has_reg else None
     for grads, piece in zip(replica_grads, pieces, strict=True):
-        c, d, ok = _fit(_flat(grads), None if piece is None else _flat(piece), flat_reg)
+        c, d, ok = _fit(
+            flat_float64(grads), None if piece is None else flat_float64(piece), flat_reg
+        )
         example_weights.append(c * global_batch)
         reg_weights.append(d * n)
         explained = explained and ok
@@ -364,7 +367,7 @@ def check_step_equivalence(
     equivalent = all(
         np.allclose(a, r, rtol=rtol, atol=atol) for a, r in zip(applied, ref_grad, strict=True)
     )
-    ratio = _ratio(_flat(applied), _flat(ref_grad))
+    ratio = gradient_ratio(flat_float64(applied), flat_float64(ref_grad))
     regularization_weight = float(np.nansum(reg_weights) / n) if has_reg else None
     mean_of_means = float(np.mean(replica_means))
 
@@ -508,45 +511,6 @@ def _good_pattern(loss) -> str:
     return f"loss_fn = {make}; {_GOOD_STEPS}"
 
 
-def _build_model(tf, model_fn, x):
-    import keras
-
-    model = model_fn()
-    if not isinstance(model, keras.Model):
-        raise TypeError(
-            f"model_fn must return a new Keras model, got {type(model).__name__}: "
-            "end it with `return model`."
-        )
-    if not model.built:
-        model(tf.nest.map_structure(lambda a: a[:1], x))
-    return model
-
-
-def _check_layers(model) -> None:
-    """Refuse layers whose output on one example depends on more than that example."""
-    import keras
-
-    found, fixes = [], []
-    # Every layer, nested ones too; Keras 3 has no public walk of a model's sublayers.
-    for layer in model._flatten_layers(include_self=False):
-        what = f"'{layer.name}' ({type(layer).__name__})"
-        if isinstance(layer, keras.layers.BatchNormalization):
-            found.append(
-                f"{what} normalizes by the statistics of its batch, which differ per replica"
-            )
-            fixes.append("leave BatchNormalization out")
-        elif any(isinstance(v, keras.random.SeedGenerator) for v in vars(layer).values()):
-            found.append(f"{what} draws random numbers in training, different ones per replica")
-            fixes.append(f"build {type(layer).__name__}(0.0) instead")
-    if found:
-        raise ValueError(
-            f"model_fn builds a model this check cannot judge: layer {'; layer '.join(found)}. "
-            "That changes the gradient for a reason other than the loss, so the comparison "
-            "would say nothing about compute_loss. Check the loss on the same model without "
-            f"it: let model_fn {' and '.join(dict.fromkeys(fixes))}, for the check only."
-        )
-
-
 def _validate_loss(tf, value, empty_losses: list):
     if value is None:
         raise TypeError(
@@ -666,19 +630,8 @@ def _dense(tf, gradients, variables):
     ]
 
 
-def _flat(arrays) -> np.ndarray:
-    return np.concatenate([np.ravel(a) for a in arrays]).astype(np.float64)
-
-
 def _filled(sizes):
     return [i for i, size in enumerate(sizes) if size]
-
-
-def _ratio(applied: np.ndarray, reference: np.ndarray) -> float:
-    norm = float(reference @ reference)
-    if norm == 0:
-        return 1.0 if not np.any(applied) else math.inf
-    return float(applied @ reference / norm)
 
 
 def _fit(gradient, data, reg):

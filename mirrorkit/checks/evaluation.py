@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from mirrorkit._losses import per_example_loss
 from mirrorkit._validate import require_strategy
-from mirrorkit.checks._losses import per_example_loss
 from mirrorkit.checks.result import (
     NOT_ATTEMPTED,
     CheckResult,

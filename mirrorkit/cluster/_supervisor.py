@@ -23,7 +23,6 @@ import time
 
 from mirrorkit._stderr import is_log_noise
 from mirrorkit.cluster import _procs, protocol as p
-from mirrorkit.cluster.scaleout import tf_configs
 
 _write_lock = threading.Lock()
 
@@ -62,16 +61,26 @@ class Supervisor:
     def start(self) -> None:
         mode, note = self.network()
         host = self.spec.host
-        ports = _procs.free_ports(self.spec.num_workers, host)
+        tasks = self.spec.tasks
+        ports = _procs.free_ports(len(tasks), host)
         addresses = tuple(f"{host}:{port}" for port in ports)
         send(p.Network(mode, note, addresses, tuple(_procs.interfaces())))
-        configs = tf_configs(addresses)
-        for index in range(self.spec.num_workers):
+        configs = p.cluster_tf_configs(addresses, self.spec.num_ps)
+        # With parameter servers the chief starts last and is told the servers' process ids
+        # (for fault injection); it waits for them to listen before it makes its strategy.
+        order = list(range(1, len(tasks))) + [0] if self.spec.num_ps else range(len(tasks))
+        for index in order:
             if index in self.spec.absent:
                 continue
-            self.workers[index] = self.spawn(index, configs[index])
+            extra = {}
+            if self.spec.num_ps and index == 0:
+                pids = {i: process.pid for i, process in self.workers.items()}
+                extra[p.SERVER_PIDS] = json.dumps(pids)
+            self.workers[index] = self.spawn(index, configs[index], addresses[index], extra)
 
-    def spawn(self, index: int, tf_config: dict) -> subprocess.Popen:
+    def spawn(
+        self, index: int, tf_config: dict, address: str, extra: dict[str, str] | None = None
+    ) -> subprocess.Popen:
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
         env.update(self.spec.env)
@@ -81,6 +90,7 @@ class Supervisor:
                 p.EVENT_FD: str(write_fd),
                 p.SUPERVISOR_PID: str(os.getpid()),
                 "PYTHONUNBUFFERED": "1",
+                **(extra or {}),
             }
         )
         process = subprocess.Popen(
@@ -99,7 +109,6 @@ class Supervisor:
             cwd=self.spec.cwd,
         )
         os.close(write_fd)
-        address = tf_config["cluster"]["worker"][index]
         send(p.Spawned(index, process.pid, address))
         pumps = [
             threading.Thread(target=self.pump_output, args=(index, process), daemon=True),
@@ -128,7 +137,7 @@ class Supervisor:
     def note_ready(self, index: int) -> None:
         with self.lock:
             self.ready.add(index)
-            complete = len(self.ready) == self.spec.num_workers
+            complete = len(self.ready) == len(self.spec.tasks)
         if complete:  # what the workers listen on, seen from inside their namespace
             send(p.Listening(tuple(_procs.listening_sockets())))
 
@@ -136,6 +145,9 @@ class Supervisor:
         with self.lock:
             self.finished.add(index)
             complete = len(self.finished) == len(self.workers)
+            # Parameter servers and their workers serve until the chief, who runs the
+            # training, has finished.
+            complete = complete or (self.spec.num_ps > 0 and index == 0)
         if complete:
             for process in self.workers.values():
                 with contextlib.suppress(OSError):

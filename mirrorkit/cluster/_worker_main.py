@@ -41,7 +41,11 @@ def main(run_dir: str, index: str) -> None:
         import cloudpickle
 
         payload = cloudpickle.loads((run / p.PAYLOAD_FILE).read_bytes())
-        if payload.get("joins_by_itself"):
+        if spec.num_ps and worker != 0:
+            result = _serve(worker, channel)
+        elif spec.num_ps:
+            result = _coordinate(payload, channel, spec)
+        elif payload.get("joins_by_itself"):
             result = _run_plain_script(payload, worker, channel)
         else:
             result = _join_and_run(payload, worker, channel, spec)
@@ -88,6 +92,79 @@ def _join_and_run(payload: dict, worker: int, channel, spec) -> object:
             return payload["function"](context, *payload["args"], **payload["kwargs"])
         sys.argv = [payload["path"], *payload["args"]]
         return run_target(payload["path"], context)
+
+
+def _serve(worker: int, channel) -> None:
+    """A worker or parameter-server task: start its server and serve until the chief is done.
+
+    A real ``worker`` or ``ps`` task calls ``server.join()`` and serves forever; here the
+    process ends when the supervisor closes its stdin, once the chief has finished.
+    """
+    import tensorflow as tf
+
+    from mirrorkit.cluster.events import WorkerEvent
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    server = tf.distribute.Server(
+        resolver.cluster_spec(),
+        job_name=resolver.task_type,
+        task_index=resolver.task_id,
+        protocol=resolver.rpc_layer or "grpc",
+        start=True,
+    )
+    name = f"/job:{resolver.task_type}/replica:0/task:{resolver.task_id}"
+    channel.send(WorkerEvent(worker, "ready", devices=(name,), text=f"serving {name}"))
+    sys.stdin.read()  # the supervisor closes it when the chief has finished
+    del server
+    return None
+
+
+def _coordinate(payload: dict, channel, spec) -> object:
+    """The chief of a parameter-server cluster: make the strategy, then run the function."""
+    import json
+    import socket
+
+    from mirrorkit.cluster import protocol as p
+    from mirrorkit.cluster.events import WorkerEvent
+    from mirrorkit.cluster.worker import WorkerContext
+
+    started = time.perf_counter()
+    config = json.loads(os.environ["TF_CONFIG"])
+    servers = [a for job in ("worker", "ps") for a in config["cluster"].get(job, [])]
+    waiting = list(servers)
+    while waiting:  # the owner's start_timeout bounds this wait
+        host, port = waiting[0].rsplit(":", 1)
+        try:
+            socket.create_connection((host, int(port)), timeout=0.5).close()
+            waiting.pop(0)
+        except OSError:
+            time.sleep(0.05)
+    import tensorflow as tf
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
+    pids = {int(k): v for k, v in json.loads(os.environ.get(p.SERVER_PIDS, "{}")).items()}
+    fault = spec.fault
+    context = WorkerContext(
+        strategy,
+        task_type="chief",
+        task_id=0,
+        num_workers=spec.num_workers,
+        tf_config=config,
+        events=channel,
+        fault=fault,
+        fault_pid=None if fault is None else pids.get(fault.worker + 1),
+    )
+    channel.send(
+        WorkerEvent(
+            0,
+            "ready",
+            devices=tuple(strategy.extended.worker_devices),
+            text=f"made ParameterServerStrategy in {time.perf_counter() - started:.2f} s",
+        )
+    )
+    with context.as_current():
+        return payload["function"](context, *payload["args"], **payload["kwargs"])
 
 
 def _run_plain_script(payload: dict, worker: int, channel) -> None:

@@ -36,7 +36,6 @@ from mirrorkit._validate import require_seconds
 from mirrorkit.cluster import _procs, protocol as p
 from mirrorkit.cluster.events import ClusterStatus, WorkerEvent
 from mirrorkit.cluster.protocol import KillWorker
-from mirrorkit.cluster.scaleout import tf_configs
 from mirrorkit.cluster.worker import calling_on_event, joins_by_itself, target_problem
 from mirrorkit.errors import (
     ClusterError,
@@ -65,9 +64,12 @@ class ClusterRun:
 
     Attributes:
         num_workers: Workers in the cluster.
+        num_ps: Parameter-server tasks; above 0, the run's processes are the chief, the
+            workers and the parameter servers, in that order (see :attr:`tasks`), and
+            ``results``, ``output`` and ``exits`` are indexed by that order.
         network: ``"private"`` (own network namespace) or ``"shared"`` (the machine's).
         network_note: How the namespace was made, or why the network is shared.
-        addresses: Each worker's ``host:port``.
+        addresses: Each worker's (each process's) ``host:port``.
         interfaces: Network interfaces the workers could use.
         listening: Listening TCP sockets seen from the workers' network once all joined.
         results: Each worker's return value (``None`` where it did not finish).
@@ -86,6 +88,7 @@ class ClusterRun:
     """
 
     num_workers: int
+    num_ps: int = 0
     network: str = ""
     network_note: str = ""
     addresses: list[str] = field(default_factory=list)
@@ -112,14 +115,25 @@ class ClusterRun:
 
     @property
     def tf_configs(self) -> list[dict]:
-        """The TF_CONFIG each worker was given, as dicts.
+        """The TF_CONFIG each worker (each process) was given, as dicts.
 
         Example:
             >>> from mirrorkit import ClusterRun
             >>> ClusterRun(num_workers=2, addresses=["127.0.0.1:1", "127.0.0.1:2"]).tf_configs[1]
             {'cluster': {'worker': ['127.0.0.1:1', '127.0.0.1:2']}, 'task': {'type': 'worker', 'index': 1}}
         """  # noqa: E501
-        return tf_configs(self.addresses) if self.addresses else []
+        return p.cluster_tf_configs(self.addresses, self.num_ps) if self.addresses else []
+
+    @property
+    def tasks(self) -> list[str]:
+        """Each process's name, in the order of ``results``: ``"worker 0"``, or ``"chief"``.
+
+        Example:
+            >>> from mirrorkit import ClusterRun
+            >>> ClusterRun(num_workers=2, num_ps=1).tasks
+            ['chief', 'worker 0', 'worker 1', 'ps 0']
+        """
+        return [p.task_label(job, i) for job, i in p.task_names(self.num_workers, self.num_ps)]
 
     def summary(self) -> str:
         """One line per worker: state, steps, last loss and how its process ended.
@@ -134,15 +148,15 @@ class ClusterRun:
             worker 0 (chief): finished, 4 steps, last loss 0.125, exit status 0
         """
         lines = []
+        names = self.tasks
         for worker in self.status.workers if self.status else []:
-            role = " (chief)" if worker.is_chief else ""
+            role = " (chief)" if worker.is_chief and not self.num_ps else ""
             steps = f"{worker.step} steps" if worker.step is not None else "no steps"
             loss = f", last loss {worker.losses[-1][1]:.4g}" if worker.losses else ""
             ending = self.exits.get(worker.worker, "never started")
             why = f" - {worker.message}" if worker.message not in ("", ending) else ""
-            lines.append(
-                f"worker {worker.worker}{role}: {worker.state}, {steps}{loss}, {ending}{why}"
-            )
+            name = names[worker.worker] if worker.worker < len(names) else f"worker {worker.worker}"
+            lines.append(f"{name}{role}: {worker.state}, {steps}{loss}, {ending}{why}")
         return "\n".join(lines)
 
 
@@ -176,12 +190,22 @@ class LocalCluster:
             it joins (as :func:`mirrorkit.simulate_replicas` does in one process), to see
             what ``MultiWorkerMirroredStrategy`` does with them: it uses one device per
             worker without GPUs, so this does not add replicas.
+        num_ps: Parameter-server tasks (0-4). With 0 (the default) the cluster is
+            ``num_workers`` workers of a ``MultiWorkerMirroredStrategy``. Above 0 it is a
+            ``ParameterServerStrategy`` cluster: a chief process (the coordinator) that runs
+            your function with ``context.strategy`` a ``ParameterServerStrategy``, plus
+            ``num_workers`` worker and ``num_ps`` parameter-server processes that only serve
+            (a ``tf.distribute.Server`` each) until the chief's function returns. Steps run
+            on the workers when the chief schedules them with a
+            ``tf.distribute.coordinator.ClusterCoordinator``.
 
     Raises:
         TypeError: If ``num_workers`` is not an int, a number of seconds is not a number, or
             ``env`` is not a dict of strings.
         ValueError: If ``num_workers`` is outside 1-16, ``network`` unknown, a timeout not
-            above 0 or ``logical_devices`` below 1.
+            above 0 or ``logical_devices`` below 1; if ``num_ps`` is not an int from 0 to 4,
+            or is above 0 together with ``logical_devices`` or ``collective_timeout`` (which
+            only a ``MultiWorkerMirroredStrategy`` uses).
 
     Example:
         >>> from mirrorkit import LocalCluster
@@ -203,6 +227,7 @@ class LocalCluster:
         env: dict[str, str] | None = None,
         grace_seconds: float = 2.0,
         logical_devices: int | None = None,
+        num_ps: int = 0,
     ) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int):
             raise TypeError(
@@ -244,6 +269,18 @@ class LocalCluster:
         ):
             raise ValueError(f"logical_devices must be an int >= 1, got {logical_devices!r}.")
         self.logical_devices = logical_devices
+        self.num_ps = _check_num_ps(num_ps, logical_devices, collective_timeout)
+
+    @property
+    def num_processes(self) -> int:
+        """Processes per run: the workers, plus the chief and the parameter servers if any.
+
+        Example:
+            >>> from mirrorkit import LocalCluster
+            >>> LocalCluster(2).num_processes, LocalCluster(2, num_ps=1).num_processes
+            (2, 4)
+        """
+        return self.num_workers + (1 + self.num_ps if self.num_ps else 0)
 
     def run(
         self,
@@ -260,6 +297,11 @@ class LocalCluster:
 
         The function is sent to the workers by value (cloudpickle), so it can be
         defined in the notebook; build TensorFlow objects inside it, not outside.
+        With ``num_ps`` above 0 it runs on the chief only (the coordinator of a
+        ``ParameterServerStrategy``); ``fault=KillWorker(worker=k, at_step=s)`` then kills
+        worker task ``k`` when the chief reports step ``s``, and a worker task that dies
+        after the cluster formed does not end the run (the coordinator runs its steps on
+        the other workers).
 
         Args:
             function: Called on each worker with a :class:`mirrorkit.WorkerContext` first.
@@ -270,7 +312,8 @@ class LocalCluster:
             timeout: Seconds the whole run may take; ``None`` for no limit.
             fault: A :class:`KillWorker` to inject.
             absent: Workers that get an address but are never started, to see what a
-                missing worker does (the run fails after ``start_timeout``).
+                missing worker does (the run fails after ``start_timeout``). Not with
+                ``num_ps``.
 
         Returns:
             A :class:`ClusterRun`; ``run.result`` is the chief's return value.
@@ -281,8 +324,9 @@ class LocalCluster:
                 function without the context parameter), ``args``, ``kwargs``, ``on_event``,
                 ``fault`` or ``absent`` is of the wrong kind, or something in them cannot be
                 sent to the workers (a strategy, a dataset, an open file).
-            ValueError: Before any process starts: ``timeout`` is not above 0, or ``fault``
-                or ``absent`` names a worker outside the cluster.
+            ValueError: Before any process starts: ``timeout`` is not above 0, ``fault``
+                or ``absent`` names a worker outside the cluster, or ``absent`` is given to a
+                parameter-server cluster.
             ClusterStartError: A worker did not start or the cluster did not form in time.
             WorkerFailedError: A worker failed or died; the others were stopped.
             ClusterTimeoutError: The run exceeded ``timeout``.
@@ -338,8 +382,8 @@ class LocalCluster:
             FileNotFoundError: If the script does not exist.
             ValueError: If ``path`` is a folder, a notebook or not a ``.py`` file, or names a
                 function the script does not define; ``fault`` with a script that builds its
-                own strategy; ``timeout`` or ``fault`` as in :meth:`run`. All before any
-                process starts.
+                own strategy; ``timeout`` or ``fault`` as in :meth:`run`; the cluster has
+                parameter servers (use :meth:`run`). All before any process starts.
             TypeError: If ``path`` is not a file name (a function: use :meth:`run`) or
                 ``args`` is a string instead of a list.
 
@@ -360,6 +404,12 @@ class LocalCluster:
             raise TypeError(
                 f"path must be a script's file name (str or pathlib.Path), got {_kind(path)}: "
                 "write run_script('train.py') or run_script('train.py:train')."
+            )
+        if self.num_ps:
+            raise ValueError(
+                f"run_script runs MultiWorkerMirroredStrategy scripts; this cluster has "
+                f"num_ps={self.num_ps} parameter servers: import the script's training "
+                "function and call run(train), which runs it on the chief."
             )
         file, _, function = str(path).partition(":")
         problem = target_problem(file, function)
@@ -422,6 +472,13 @@ class LocalCluster:
                 f"write absent=[{last}]."
             )
         absent = sorted({int(a) for a in absent})
+        if absent and self.num_ps:
+            raise ValueError(
+                f"absent={absent} is for MultiWorkerMirroredStrategy clusters, whose workers "
+                "wait for each other; this cluster has parameter servers: leave absent out, "
+                "and kill a worker during the run with fault=mk.KillWorker(worker=1, "
+                "at_step=3) instead."
+            )
         if any(not 0 <= a < self.num_workers for a in absent):
             raise ValueError(
                 f"absent workers must be in 0..{last}, got {absent}: write absent=[{last}]."
@@ -443,11 +500,42 @@ class LocalCluster:
                 absent=tuple(absent),
                 fault=fault,
                 logical_devices=self.logical_devices,
+                num_ps=self.num_ps,
             ).write()
             session = _Session(self, run_dir, on_event, timeout, absent)
             return session.run()
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _check_num_ps(num_ps: Any, logical_devices: Any, collective_timeout: Any) -> int:
+    """``num_ps`` if it makes a cluster, or a clear error saying what to write."""
+    if isinstance(num_ps, bool) or not isinstance(num_ps, int):
+        raise TypeError(
+            f"num_ps must be an int from 0 to 4 (parameter-server tasks), got {_kind(num_ps)}: "
+            "write LocalCluster(2, num_ps=1) for a chief, two workers and one parameter server."
+        )
+    if not 0 <= num_ps <= 4:
+        raise ValueError(
+            f"num_ps must be an int from 0 to 4, got {num_ps}: 0 for a "
+            "MultiWorkerMirroredStrategy cluster, 1 or more for a ParameterServerStrategy "
+            "cluster with that many parameter servers."
+        )
+    if num_ps and logical_devices is not None:
+        raise ValueError(
+            f"logical_devices={logical_devices!r} splits a worker's CPU for "
+            "MultiWorkerMirroredStrategy; a ParameterServerStrategy (num_ps > 0) counts only "
+            "GPUs as replicas (one replica per worker on CPUs), so the split would change "
+            "nothing: leave logical_devices out."
+        )
+    if num_ps and collective_timeout is not None:
+        raise ValueError(
+            f"collective_timeout={collective_timeout!r} bounds MultiWorkerMirroredStrategy's "
+            "collectives; a ParameterServerStrategy (num_ps > 0) runs none (workers read and "
+            "write the variables on the parameter servers): leave collective_timeout out and "
+            "bound the run with run(..., timeout=120)."
+        )
+    return num_ps
 
 
 def _check_arguments(args: Any, kwargs: Any) -> tuple[tuple, dict]:
@@ -600,8 +688,11 @@ class _Session:
         self.on_event = on_event
         self.timeout = timeout
         self.absent = absent
-        n = cluster.num_workers
-        self.record = ClusterRun(num_workers=n, status=ClusterStatus(n))
+        n = cluster.num_processes
+        self.record = ClusterRun(
+            num_workers=cluster.num_workers, num_ps=cluster.num_ps, status=ClusterStatus(n)
+        )
+        self.names = self.record.tasks
         self.record.output = {i: [] for i in range(n)}
         self.messages: queue.Queue = queue.Queue()
         self.finished: set[int] = set()
@@ -654,7 +745,7 @@ class _Session:
             raise
         self._shutdown()
         self.record.wall_seconds = round(self.elapsed(), 3)
-        self.record.results = [self._result(i) for i in range(self.cluster.num_workers)]
+        self.record.results = [self._result(i) for i in range(self.cluster.num_processes)]
         return self.record
 
     def _read(self, stream, channel: str) -> None:
@@ -695,15 +786,35 @@ class _Session:
     def _output(self, message: p.Output) -> None:
         self.record.output[message.worker].append(message.text)
         if self.cluster.echo:
-            print(f"[worker {message.worker}] {message.text}", flush=True)
+            print(f"[{self.names[message.worker]}] {message.text}", flush=True)
         self.emit(message.worker, "output", text=message.text)
 
     def _listening(self, message: p.Listening) -> None:
         self.record.listening = list(message.sockets)
 
     def _exit(self, message: p.Exit) -> None:
+        if self._tolerated(message):
+            return
         if self._note_exit(message.worker, message.returncode):
             self._fail()
+
+    def _tolerated(self, message: p.Exit) -> bool:
+        """Record a parameter-server cluster's server that died after the cluster formed.
+
+        Its chief carries on (a ParameterServerStrategy's coordinator runs the steps on the
+        workers left) or fails by itself (a parameter server is gone): the chief decides.
+        The death may be heard after the chief finished: the supervisor reports exits in
+        its own time.
+        """
+        worker = message.worker
+        if not self.cluster.num_ps or worker == 0 or worker in self.finished:
+            return False
+        if worker not in self.ready and 0 not in self.ready:  # the cluster never formed
+            return False
+        how = _procs.describe_exit(message.returncode)
+        self.record.exits[worker] = how
+        self.emit(worker, "failed", text=how)
+        return True
 
     def _fatal(self, message: p.Fatal) -> None:
         raise ClusterError(f"the cluster could not be set up: {message.text}", self.record)
@@ -731,7 +842,7 @@ class _Session:
         event = dataclasses.replace(message.event, time=round(self.elapsed(), 3))
         if event.kind == "ready":
             self.ready.add(event.worker)
-            if len(self.ready) == self.cluster.num_workers:
+            if len(self.ready) == self.cluster.num_processes:
                 self.record.start_seconds = round(self.elapsed(), 3)
         elif event.kind == "finished":
             self.finished.add(event.worker)
@@ -759,7 +870,8 @@ class _Session:
         deadline = time.monotonic() + seconds
         for message in self._messages_until(lambda: deadline - time.monotonic()):
             if isinstance(message, p.Exit):
-                self._note_exit(message.worker, message.returncode)
+                if not self._tolerated(message):
+                    self._note_exit(message.worker, message.returncode)
             elif not isinstance(message, p.Done | p.Fatal):
                 self._handle(message)
 
@@ -772,15 +884,21 @@ class _Session:
         detail = why if why == exit_note or not exit_note else f"{why} ({exit_note})"
         last = self._last_lines(worker)
         others = [
-            i for i in range(self.cluster.num_workers) if i != worker and i not in self.absent
+            i for i in range(self.cluster.num_processes) if i != worker and i not in self.absent
         ]
+        name = self.names[worker]
         if worker not in self.ready:
             raise ClusterStartError(
-                f"worker {worker} failed before the cluster formed: {detail}.{last}",
+                f"{name} failed before the cluster formed: {detail}.{last}",
                 self.record,
             )
+        stopped = (
+            f"the other processes ({', '.join(self.names[i] for i in others)})"
+            if self.cluster.num_ps
+            else f"the other workers ({_names(others)})"
+        )
         raise WorkerFailedError(
-            f"worker {worker} failed: {detail}; the other workers ({_names(others)}) were "
+            f"{name} failed: {detail}; {stopped} were "
             f"stopped.{_heartbeat_hint(why, *self.record.output[worker])}{last}",
             self.record,
             worker=worker,
@@ -788,21 +906,24 @@ class _Session:
 
     def _check_deadlines(self) -> None:
         elapsed = self.elapsed()
-        n = self.cluster.num_workers
+        n = self.cluster.num_processes
         if len(self.ready) < n and elapsed > self.cluster.start_timeout:
             waiting = [i for i in range(n) if i not in self.ready]
             self._shutdown()
             parts = []
+            strategy = "ParameterServer" if self.cluster.num_ps else "MultiWorkerMirrored"
+            waits_in = f"{strategy}Strategy()"
             for i in waiting:
                 address = self.record.addresses[i] if self.record.addresses else "?"
+                name = self.names[i]
                 if i in self.absent:
-                    parts.append(f"worker {i} ({address}) was never started (absent={self.absent})")
+                    parts.append(f"{name} ({address}) was never started (absent={self.absent})")
                 elif self.record.output.get(i):
-                    parts.append(f"worker {i} ({address}) did not join.{self._last_lines(i)}")
+                    parts.append(f"{name} ({address}) did not join.{self._last_lines(i)}")
                 else:
                     parts.append(
-                        f"worker {i} ({address}) started and printed nothing: it was waiting "
-                        "for the others in MultiWorkerMirroredStrategy()"
+                        f"{name} ({address}) started and printed nothing: it was waiting "
+                        f"for the others in {waits_in}"
                     )
             raise ClusterStartError(
                 f"the cluster did not form within {self.cluster.start_timeout:g} s: "
@@ -822,7 +943,7 @@ class _Session:
 
     def _steps(self) -> str:
         return ", ".join(
-            f"worker {w.worker}: {w.step if w.step is not None else 'none'}"
+            f"{self.names[w.worker]}: {w.step if w.step is not None else 'none'}"
             for w in self.record.status.workers
         )
 

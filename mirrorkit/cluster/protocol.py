@@ -38,6 +38,8 @@ from mirrorkit.cluster.events import WorkerEvent
 EVENT_FD = "MIRRORKIT_EVENT_FD"
 #: The environment variable holding the supervisor's process id (workers die with it).
 SUPERVISOR_PID = "MIRRORKIT_SUPERVISOR_PID"
+#: In parameter-server mode, the chief's variable holding the server processes' ids (JSON).
+SERVER_PIDS = "MIRRORKIT_SERVER_PIDS"
 #: The launch spec's file name in the run's folder.
 SPEC_FILE = "spec.json"
 #: The pickled function or script the workers run, in the run's folder.
@@ -125,6 +127,8 @@ class LaunchSpec:
         absent: Workers deliberately never started.
         fault: The worker to kill, and after which step, or ``None``.
         logical_devices: CPU devices per worker, or ``None`` for TensorFlow's default.
+        num_ps: Parameter-server tasks; above 0, the processes are a chief (the coordinator),
+            ``num_workers`` workers and ``num_ps`` parameter servers (see :func:`task_names`).
 
     Example:
         >>> from mirrorkit.cluster.protocol import KillWorker, LaunchSpec
@@ -147,6 +151,12 @@ class LaunchSpec:
     absent: tuple[int, ...] = ()
     fault: KillWorker | None = None
     logical_devices: int | None = None
+    num_ps: int = 0
+
+    @property
+    def tasks(self) -> list[tuple[str, int]]:
+        """Each process's ``(job, task index)``, in the launcher's process order."""
+        return task_names(self.num_workers, self.num_ps)
 
     def to_json(self) -> str:
         """The spec as one JSON document (what :data:`SPEC_FILE` holds)."""
@@ -182,6 +192,69 @@ class LaunchSpec:
             (None, KillWorker(worker=1, at_step=3))
         """
         return self.fault if self.fault is not None and self.fault.worker == worker else None
+
+
+def task_names(num_workers: int, num_ps: int = 0) -> list[tuple[str, int]]:
+    """Each process of a run as ``(job, task index)``, in the launcher's process order.
+
+    Without parameter servers every process is a worker (worker 0 is the chief). With
+    them, process 0 is the chief (the coordinator), then the workers, then the
+    parameter servers.
+
+    Example:
+        >>> from mirrorkit.cluster.protocol import task_names
+        >>> task_names(2)
+        [('worker', 0), ('worker', 1)]
+        >>> task_names(2, num_ps=1)
+        [('chief', 0), ('worker', 0), ('worker', 1), ('ps', 0)]
+    """
+    if not num_ps:
+        return [("worker", i) for i in range(num_workers)]
+    return [
+        ("chief", 0),
+        *(("worker", i) for i in range(num_workers)),
+        *(("ps", i) for i in range(num_ps)),
+    ]
+
+
+def task_label(job: str, index: int) -> str:
+    """How output and messages name a process: ``"chief"``, ``"worker 1"``, ``"ps 0"``.
+
+    Example:
+        >>> from mirrorkit.cluster.protocol import task_label
+        >>> task_label("chief", 0), task_label("ps", 0)
+        ('chief', 'ps 0')
+    """
+    return "chief" if job == "chief" else f"{job} {index}"
+
+
+def cluster_tf_configs(addresses: list[str] | tuple[str, ...], num_ps: int = 0) -> list[dict]:
+    """The TF_CONFIG of each process of a run, from one address per process.
+
+    Args:
+        addresses: One ``host:port`` per process, in :func:`task_names` order.
+        num_ps: Parameter-server tasks (0: a ``MultiWorkerMirroredStrategy`` cluster).
+
+    Example:
+        >>> from mirrorkit.cluster.protocol import cluster_tf_configs
+        >>> configs = cluster_tf_configs(["h:1", "h:2", "h:3"], num_ps=1)
+        >>> configs[0]["cluster"]
+        {'chief': ['h:1'], 'worker': ['h:2'], 'ps': ['h:3']}
+        >>> configs[2]["task"]
+        {'type': 'ps', 'index': 0}
+    """
+    if not num_ps:
+        from mirrorkit.cluster.scaleout import tf_configs
+
+        return tf_configs(list(addresses))
+    tasks = task_names(len(addresses) - 1 - num_ps, num_ps)
+    cluster: dict[str, list[str]] = {}
+    for (job, _), address in zip(tasks, addresses, strict=True):
+        cluster.setdefault(job, []).append(address)
+    return [
+        {"cluster": {k: list(v) for k, v in cluster.items()}, "task": {"type": j, "index": i}}
+        for j, i in tasks
+    ]
 
 
 # -- the supervisor's messages to the owner ------------------------------------------------

@@ -41,10 +41,14 @@ class WorkerContext:
     returns it too.
 
     Attributes:
-        strategy: The worker's ``tf.distribute.MultiWorkerMirroredStrategy``.
+        strategy: The worker's ``tf.distribute.MultiWorkerMirroredStrategy``; on the chief
+            of a parameter-server cluster (``LocalCluster(num_ps=1)``), its
+            ``ParameterServerStrategy``.
         task_type: ``"worker"`` (or ``"chief"`` on clusters that name one).
         task_id: This worker's index within its task type.
-        num_workers: How many workers (chief included) the cluster has.
+        num_workers: How many workers (chief included) the cluster has; in a
+            parameter-server cluster, how many worker tasks (the chief and the parameter
+            servers not counted).
         tf_config: The cluster as TF_CONFIG describes it (a dict).
 
     Example:
@@ -63,6 +67,7 @@ class WorkerContext:
         tf_config: dict,
         events: EventChannel | None = None,
         fault: KillWorker | None = None,
+        fault_pid: int | None = None,
     ) -> None:
         self.strategy = strategy
         self.task_type = task_type
@@ -71,6 +76,7 @@ class WorkerContext:
         self.tf_config = tf_config
         self._events = events or EventChannel(None)
         self._fault = fault
+        self._fault_pid = fault_pid  # parameter-server mode: the chief kills this process
 
     @classmethod
     def from_environment(
@@ -185,7 +191,8 @@ class WorkerContext:
 
         Outside the launcher it does nothing, so training code can always call it.
         Under the launcher's fault injection, the chosen worker is killed (SIGKILL)
-        when it reports the chosen step.
+        when it reports the chosen step; in a parameter-server cluster, where only the
+        chief reports, the chief's report of that step kills the chosen worker task, once.
 
         Args:
             step: The global step just finished (1 for the first).
@@ -200,6 +207,16 @@ class WorkerContext:
         values = {name: float(value) for name, value in metrics.items()}
         self._events.send(WorkerEvent(self.task_id, "step", step=int(step), metrics=values))
         if self._fault is not None and int(step) >= self._fault.at_step:
+            if self._fault_pid is not None:
+                fault, self._fault = self._fault, None
+                print(
+                    f"mirrorkit: fault injection kills worker {fault.worker} after step "
+                    f"{int(step)}",
+                    flush=True,
+                )
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self._fault_pid, signal.SIGKILL)
+                return
             print(
                 f"mirrorkit: fault injection kills this worker after step {int(step)}", flush=True
             )

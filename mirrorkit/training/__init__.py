@@ -5,4 +5,6 @@
   ``MultiWorkerMirroredStrategy``.
 * :mod:`~mirrorkit.training.recipes`: training functions for a local cluster that survive a
   killed worker.
+* :mod:`~mirrorkit.training.scaling`: one task trained at several replica counts, to compare
+  learning-rate rules side by side.
 """

@@ -22,6 +22,7 @@ from .live import (
     LiveTrainingHook as LiveTrainingHook,
     LiveTrainingView as LiveTrainingView,
 )
+from .loss_curves import LossCurves as LossCurves
 from .loss_scale import (
     LossScaleView as LossScaleView,
 )

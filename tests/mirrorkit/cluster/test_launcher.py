@@ -321,6 +321,34 @@ WRONG_CLUSTERS = [
     pytest.param(
         dict(logical_devices=0), ValueError, "logical_devices", r">= 1", id="no logical device"
     ),
+    pytest.param(
+        dict(num_ps="1"),
+        TypeError,
+        "num_ps",
+        r"write LocalCluster\(2, num_ps=1\)",
+        id="num_ps as a string",
+    ),
+    pytest.param(
+        dict(num_ps=True), TypeError, "num_ps", r"an int from 0 to 4", id="num_ps as a bool"
+    ),
+    pytest.param(
+        dict(num_ps=-1), ValueError, "num_ps", r"0 for a MultiWorkerMirroredStrategy", id="-1 ps"
+    ),
+    pytest.param(dict(num_ps=5), ValueError, "num_ps", r"from 0 to 4, got 5", id="too many ps"),
+    pytest.param(
+        dict(num_ps=1, logical_devices=2),
+        ValueError,
+        "logical_devices",
+        r"counts only GPUs as replicas.*leave logical_devices out",
+        id="logical devices with parameter servers",
+    ),
+    pytest.param(
+        dict(num_ps=1, collective_timeout=30),
+        ValueError,
+        "collective_timeout",
+        r"runs none.*run\(\.\.\., timeout=120\)",
+        id="a collective timeout with parameter servers",
+    ),
 ]
 
 
@@ -717,3 +745,114 @@ def test_a_plain_script_that_fails_fails_the_run(tmp_path, no_orphans):
     with pytest.raises(mk.WorkerFailedError) as failed:
         mk.LocalCluster(2, echo=False).run_script(script, timeout=120)
     assert "SystemExit: 4" in str(failed.value)
+
+
+# -- parameter-server clusters ---------------------------------------------------------------
+
+
+def schedule_steps(context, steps=6):
+    """Schedule steps on the workers of a ParameterServerStrategy; count them on the ps."""
+    import tensorflow as tf
+
+    strategy = context.strategy
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    with strategy.scope():
+        counter = tf.Variable(0, dtype=tf.int64)
+
+    @tf.function
+    def step():
+        counter.assign_add(1)
+        return tf.constant(2.0)
+
+    results = []
+    for i in range(1, steps + 1):
+        results.append(coordinator.schedule(step))
+        if i % 3 == 0:
+            coordinator.join()
+            context.report(i, loss=1.0 / i)
+    coordinator.join()
+    print(f"{type(strategy).__name__} counted {int(counter.numpy())}")
+    return {
+        "strategy": type(strategy).__name__,
+        "device": counter.device,
+        "fetched": [float(r.fetch()) for r in results],
+        "count": int(counter.numpy()),
+        "chief": context.is_chief,
+        "workers": context.num_workers,
+    }
+
+
+def test_parameter_server_cluster_runs_steps_on_its_workers(no_orphans, capsys):
+    events = []
+    run = mk.LocalCluster(2, num_ps=1).run(
+        schedule_steps,
+        kwargs={"steps": 6},
+        on_event=events.append,
+        timeout=240,
+        fault=mk.KillWorker(worker=1, at_step=3),
+    )
+
+    assert run.tasks == ["chief", "worker 0", "worker 1", "ps 0"]
+    result = run.result
+    assert result["strategy"] == "ParameterServerStrategyV2"
+    assert result["device"] == "/job:ps/replica:0/task:0/device:CPU:0"
+    assert result["fetched"] == [2.0] * 6  # steps 4-6 ran on worker 0 alone
+    assert result["count"] == 6
+    assert result["chief"] and result["workers"] == 2
+    assert run.results[1:] == [None, None, None]
+    out = capsys.readouterr().out
+    assert "[chief] ParameterServerStrategyV2 counted 6" in out
+    assert "[chief] mirrorkit: fault injection kills worker 1 after step 3" in out
+    assert run.exits == {
+        0: "exit status 0",
+        1: "exit status 0",
+        2: "killed by SIGKILL",
+        3: "exit status 0",
+    }
+    assert [w.state for w in run.status.workers] == ["finished", "finished", "failed", "finished"]
+    assert run.tf_configs[3] == {
+        "cluster": {
+            "chief": run.addresses[:1],
+            "worker": run.addresses[1:3],
+            "ps": run.addresses[3:],
+        },
+        "task": {"type": "ps", "index": 0},
+    }
+    ready = {e.worker: e.devices for e in events if e.kind == "ready"}
+    assert ready[3] == ("/job:ps/replica:0/task:0",)
+    assert "worker 1: failed, no steps, killed by SIGKILL" in run.summary()
+    assert "chief: finished, 6 steps" in run.summary()
+
+
+def fail_on_the_chief(context):
+    raise RuntimeError("the coordinator gave up")
+
+
+def test_a_failing_chief_ends_a_parameter_server_run(no_orphans):
+    with pytest.raises(mk.WorkerFailedError) as error:
+        mk.LocalCluster(1, num_ps=1, echo=False).run(fail_on_the_chief, timeout=240)
+    message = str(error.value)
+    assert message.startswith("chief failed: RuntimeError: the coordinator gave up")
+    assert "the other processes (worker 0, ps 0) were stopped" in message
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        pytest.param(
+            lambda cluster: cluster.run(schedule_steps, absent=[1]),
+            r"absent=\[1\] is for MultiWorkerMirroredStrategy clusters.*KillWorker",
+            id="absent",
+        ),
+        pytest.param(
+            lambda cluster: cluster.run_script(__file__),
+            r"run_script runs MultiWorkerMirroredStrategy scripts.*call run\(train\)",
+            id="a script",
+        ),
+    ],
+)
+def test_parameter_server_runs_refuse_what_they_cannot_do(no_orphans, call, match):
+    before = our_cluster_processes()
+    with pytest.raises(ValueError, match=match):
+        call(mk.LocalCluster(2, num_ps=1, echo=False))
+    assert our_cluster_processes() == before

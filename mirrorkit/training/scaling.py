@@ -1,0 +1,486 @@
+"""The same task trained on 1, 2, 4, 8 replicas: what the global batch does to training.
+
+With a fixed batch per replica, the global batch grows with the replicas, and an epoch
+takes fewer steps. Plain SGD with the same learning rate then moves less per example
+seen. The *linear scaling rule* multiplies the learning rate by the growth of the
+global batch; a *warm-up* starts from the single-replica rate and raises it over the
+first steps. :func:`linear_scaling_schedule` builds that schedule from Keras's own
+``keras.optimizers.schedules.CosineDecay`` (its ``warmup_target`` and ``warmup_steps``,
+with ``alpha=1.0`` so that nothing decays afterwards); :func:`run_scaling_sweep` trains
+one model per replica count with a custom loop under
+``tf.distribute.MirroredStrategy(devices[:k])`` and records the loss per window of
+examples, so that the curves of every replica count share one x axis.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mirrorkit.report.render import Line, Report, Reported
+from mirrorkit.report.values import number
+
+
+@dataclass(frozen=True)
+class ScalingCurve:
+    """One training run of :func:`run_scaling_sweep`, on ``replicas`` replicas.
+
+    Attributes:
+        replicas: The replica count.
+        global_batch: Examples per step, ``replicas * per_replica_batch``.
+        steps: Optimizer steps taken.
+        learning_rate: The learning rate after the warm-up (the peak).
+        warmup_steps: Steps of linear warm-up from the base rate (0: none).
+        examples: The examples seen at the end of each window, the x axis.
+        losses: The mean training loss over each window of examples.
+        final_loss: The mean loss over the whole data set after training.
+
+    Example:
+        >>> from mirrorkit.training.scaling import ScalingCurve
+        >>> curve = ScalingCurve(2, 16, 4, 0.2, 0, (32, 64), (1.5, 0.5), 0.4)
+        >>> curve.diverged
+        False
+    """
+
+    replicas: int
+    global_batch: int
+    steps: int
+    learning_rate: float
+    warmup_steps: int
+    examples: tuple[int, ...]
+    losses: tuple[float, ...]
+    final_loss: float
+
+    @property
+    def diverged(self) -> bool:
+        """Whether the loss became infinite or NaN."""
+        return not math.isfinite(self.final_loss)
+
+
+@dataclass(frozen=True, repr=False)
+class ScalingSweep(Reported):
+    """What :func:`run_scaling_sweep` returns: one :class:`ScalingCurve` per replica count.
+
+    Attributes:
+        curves: The runs, in the order of ``replica_counts``.
+        per_replica_batch: Examples per replica per step.
+        epochs: Passes over the data, the same for every run.
+        base_learning_rate: The learning rate of one replica.
+        scale_learning_rate: Whether the rate was multiplied by the replica count.
+        window: Examples per point of the curves.
+        num_examples: Examples in the data set (after dropping a last partial batch).
+
+    Example:
+        >>> from mirrorkit.training.scaling import ScalingCurve, ScalingSweep
+        >>> one = ScalingCurve(1, 8, 8, 0.1, 0, (64,), (0.9,), 0.5)
+        >>> print(ScalingSweep((one,), 8, 1, 0.1, False, 64, 64))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        same learning rate 0.1 at every replica count: 8 examples per replica, 1 epoch of 64
+        replicas  global batch  steps  learning rate  warm-up steps  final loss
+        1         8             8      0.1            0              0.5
+        final loss: the mean loss over all 64 examples after training.
+    """
+
+    curves: tuple[ScalingCurve, ...]
+    per_replica_batch: int
+    epochs: int
+    base_learning_rate: float
+    scale_learning_rate: bool
+    window: int
+    num_examples: int
+
+    def report(self) -> Report:
+        """The runs as a table: replicas, global batch, steps, learning rate, final loss."""
+        rule = (
+            f"learning rate {number(self.base_learning_rate)} x replicas"
+            if self.scale_learning_rate
+            else f"same learning rate {number(self.base_learning_rate)} at every replica count"
+        )
+        epochs = f"{self.epochs} epoch{'' if self.epochs == 1 else 's'}"
+        curves = self.curves
+        lines = [
+            Line(f"final loss: the mean loss over all {self.num_examples} examples after training.")
+        ]
+        if any(c.diverged for c in curves):
+            lines.append(Line("a final loss of nan or inf: that run diverged.", tone="warn"))
+        return Report(
+            headline=(
+                f"{rule}: {self.per_replica_batch} examples per replica, {epochs} of "
+                f"{self.num_examples}",
+            ),
+            columns=(
+                ("replicas", [str(c.replicas) for c in curves]),
+                ("global batch", [str(c.global_batch) for c in curves]),
+                ("steps", [str(c.steps) for c in curves]),
+                ("learning rate", [number(c.learning_rate) for c in curves]),
+                ("warm-up steps", [str(c.warmup_steps) for c in curves]),
+                ("final loss", [number(c.final_loss) for c in curves]),
+            ),
+            lines=tuple(lines),
+        )
+
+
+def linear_scaling_schedule(base_learning_rate: float, replicas: int, *, warmup_steps: int = 0):
+    """The linear scaling rule, with an optional linear warm-up, as Keras builds it.
+
+    Without warm-up it is the number ``base_learning_rate * replicas``. With warm-up it
+    is ``keras.optimizers.schedules.CosineDecay(base_learning_rate, decay_steps=1,
+    alpha=1.0, warmup_target=base_learning_rate * replicas, warmup_steps=warmup_steps)``:
+    step 0 uses the base rate, the rate grows linearly to the target at step
+    ``warmup_steps``, and ``alpha=1.0`` keeps it there (the cosine decays to
+    ``alpha`` times the target).
+
+    Args:
+        base_learning_rate: The learning rate that works on one replica, above 0.
+        replicas: The replica count (the global batch's growth), 1 or more.
+        warmup_steps: Steps of warm-up, 0 or more.
+
+    Returns:
+        A float, or a ``keras.optimizers.schedules.LearningRateSchedule``.
+
+    Raises:
+        TypeError: If an argument is not a number of the right kind.
+        ValueError: If an argument is out of range.
+
+    Example:
+        >>> from mirrorkit.training.scaling import linear_scaling_schedule
+        >>> linear_scaling_schedule(0.1, 4)
+        0.4
+        >>> schedule = linear_scaling_schedule(0.1, 4, warmup_steps=3)
+        >>> [round(float(schedule(step)), 4) for step in range(5)]
+        [0.1, 0.2, 0.3, 0.4, 0.4]
+    """
+    _positive_number("base_learning_rate", base_learning_rate, "base_learning_rate=0.1")
+    _whole("replicas", replicas, 1, "replicas=4")
+    _whole("warmup_steps", warmup_steps, 0, "warmup_steps=8 (or 0 for none)")
+    target = base_learning_rate * replicas
+    if warmup_steps == 0:
+        return target
+    import keras
+
+    return keras.optimizers.schedules.CosineDecay(
+        base_learning_rate,
+        decay_steps=1,
+        alpha=1.0,
+        warmup_target=target,
+        warmup_steps=warmup_steps,
+    )
+
+
+def run_scaling_sweep(
+    devices: Sequence[str],
+    model_fn: Callable,
+    data,
+    *,
+    loss,
+    replica_counts: Sequence[int] = (1, 2, 4, 8),
+    per_replica_batch: int = 8,
+    epochs: int = 2,
+    learning_rate: float = 0.1,
+    scale_learning_rate: bool = False,
+    warmup_steps: int = 0,
+    window: int | None = None,
+) -> ScalingSweep:
+    """Train ``model_fn()`` with SGD on ``data`` at every replica count; record the losses.
+
+    For each ``k`` in ``replica_counts`` the run makes ``MirroredStrategy(devices[:k])``
+    (through :func:`mirrorkit.make_strategy`, which keeps strategies in one process
+    apart), builds the model and a plain SGD optimizer inside its scope, and trains a
+    custom loop: each replica's loss is ``tf.nn.compute_average_loss`` over the global
+    batch ``k * per_replica_batch``, and ``apply_gradients`` sums the replicas'
+    gradients. Every run sees the same examples in the same order, ``epochs`` times,
+    without shuffling, so only the replica count (and the learning rate) differs.
+
+    Tracing the step takes longer than training a small task, so calls with the same
+    ``model_fn``, ``loss``, devices and ``per_replica_batch`` reuse each replica count's
+    model and traced step: every run first puts back the weights of the first
+    ``model_fn()`` and sets the optimizer's step count to 0, so it starts exactly as a
+    new model would.
+
+    Args:
+        devices: Device names, e.g. what :func:`mirrorkit.simulate_replicas` returned;
+            at least ``max(replica_counts)`` of them.
+        model_fn: A function of no argument returning a new Keras model with the same
+            initial weights on every call (seed inside it).
+        data: ``(x, y)``: NumPy arrays with one row per example.
+        loss: The per-example loss: a Keras loss name such as ``"mse"``, a
+            ``keras.losses.Loss`` (its reduction is ignored) or a function.
+        replica_counts: The replica counts to train at, each 1 or more.
+        per_replica_batch: Examples per replica per step.
+        epochs: Passes over the data.
+        learning_rate: The learning rate of one replica.
+        scale_learning_rate: Multiply the learning rate by the replica count (the linear
+            scaling rule).
+        warmup_steps: With ``scale_learning_rate``, steps of linear warm-up from
+            ``learning_rate`` (see :func:`linear_scaling_schedule`).
+        window: Examples per point of the curves; ``None`` means the largest global
+            batch, so that every curve has a point at the same examples.
+
+    Returns:
+        A :class:`ScalingSweep`.
+
+    Raises:
+        TypeError: If an argument is not of the kind described above.
+        ValueError: If there are fewer devices than replicas asked for, the data are too
+            few for one step of the largest global batch, or a number is out of range.
+
+    Example:
+        >>> import keras, numpy as np
+        >>> from mirrorkit.training.scaling import run_scaling_sweep
+        >>> def model_fn():
+        ...     keras.utils.set_random_seed(0)
+        ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> x = np.ones((32, 2), "float32"); y = np.ones((32, 1), "float32")
+        >>> sweep = run_scaling_sweep(["/cpu:0"], model_fn, (x, y), loss="mse",
+        ...                           replica_counts=(1,), epochs=1)
+        >>> sweep.curves[0].steps, sweep.curves[0].examples
+        (4, (8, 16, 24, 32))
+    """
+    from mirrorkit._losses import per_example_loss
+
+    counts = _replica_counts(replica_counts)
+    devices = _devices(devices, max(counts))
+    import keras
+
+    if isinstance(model_fn, keras.Model) or not callable(model_fn):
+        raise TypeError(
+            f"model_fn must be a function that returns a new Keras model, got "
+            f"{type(model_fn).__name__}: every replica count needs a fresh model with the "
+            "same starting weights; pass the function itself, e.g. model_fn=make_model."
+        )
+    _whole("per_replica_batch", per_replica_batch, 1, "per_replica_batch=8")
+    _whole("epochs", epochs, 1, "epochs=2")
+    _positive_number("learning_rate", learning_rate, "learning_rate=0.1")
+    for name, flag in (("scale_learning_rate", scale_learning_rate),):
+        if not isinstance(flag, bool):
+            raise TypeError(
+                f"{name} must be True or False, got {type(flag).__name__} {flag!r}: write "
+                f"{name}=True to multiply the learning rate by the replica count."
+            )
+    _whole("warmup_steps", warmup_steps, 0, "warmup_steps=8 (or 0 for none)")
+    if warmup_steps and not scale_learning_rate:
+        raise ValueError(
+            "warmup_steps needs scale_learning_rate=True: the warm-up raises the base rate "
+            "to the scaled one, and without scaling there is nothing to raise it to."
+        )
+    x, y = _data(data)
+    largest = max(counts) * per_replica_batch
+    usable = (len(x) // largest) * largest
+    if usable == 0:
+        raise ValueError(
+            f"data has {len(x)} examples, fewer than one step of the largest global batch "
+            f"({max(counts)} replicas x {per_replica_batch} = {largest}): give more examples "
+            "or a smaller per_replica_batch."
+        )
+    if window is None:
+        window = largest
+    _whole("window", window, 1, f"window={largest} (or None)")
+    if any(window % (k * per_replica_batch) for k in counts) or window > usable * epochs:
+        raise ValueError(
+            f"window must be a multiple of every global batch and at most the examples seen "
+            f"({usable * epochs}), got {window}: use window=None for {largest}."
+        )
+    x, y = x[:usable], y[:usable]
+    loss_fn = per_example_loss(loss)
+    curves = tuple(
+        _train(
+            _runner(devices[:k], model_fn, loss, loss_fn, per_replica_batch),
+            x,
+            y,
+            epochs,
+            learning_rate,
+            scale_learning_rate,
+            warmup_steps,
+            window,
+        )
+        for k in counts
+    )
+    return ScalingSweep(
+        curves=curves,
+        per_replica_batch=per_replica_batch,
+        epochs=epochs,
+        base_learning_rate=float(learning_rate),
+        scale_learning_rate=scale_learning_rate,
+        window=window,
+        num_examples=usable,
+    )
+
+
+class _Runner:
+    """One replica count's strategy, model, SGD optimizer and traced step, reused by runs.
+
+    Tracing the step on eight replicas takes longer than training this chapter's task,
+    so runs with the same strategy, ``model_fn``, loss and batch share one traced step:
+    each run puts back ``model_fn()``'s starting weights, sets the optimizer's step
+    count to 0 and its learning rate, so a run starts exactly as on a new model.
+    """
+
+    def __init__(self, devices, model_fn, loss_fn, per_replica):
+        import keras
+        import tensorflow as tf
+
+        from mirrorkit.strategy import make_strategy
+
+        self.strategy = strategy = make_strategy(devices=devices)
+        self.global_batch = global_batch = len(devices) * per_replica
+        with strategy.scope():
+            model = model_fn()
+            if not isinstance(model, keras.Model):
+                raise TypeError(
+                    f"model_fn must return a new Keras model, got {type(model).__name__}: end "
+                    "it with `return model`."
+                )
+            optimizer = keras.optimizers.SGD(0.1)
+            optimizer.build(model.trainable_variables)
+        self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
+        self.initial = model.get_weights()
+
+        def replica_step(x_r, y_r):
+            with tf.GradientTape() as tape:
+                per_example = loss_fn(y_r, model(x_r, training=True))
+                value = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
+            gradients = tape.gradient(value, model.trainable_variables)
+            optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+            return value
+
+        def run_step(batch):
+            return strategy.reduce("SUM", strategy.run(replica_step, args=batch), axis=None)
+
+        # A new key per runner: TensorFlow warns when one function's code is traced five times.
+        self.step = tf.function(functools.partial(run_step), autograph=False)
+
+    def train(self, x, y, epochs, rate_at):
+        import tensorflow as tf
+
+        self.model.set_weights(self.initial)
+        self.optimizer.iterations.assign(0)
+        dataset = (
+            tf.data.Dataset.from_tensor_slices((x, y))
+            .batch(self.global_batch, drop_remainder=True)
+            .repeat(epochs)
+        )
+        losses, rate = [], None
+        for step, batch in enumerate(self.strategy.experimental_distribute_dataset(dataset)):
+            if rate_at(step) != rate:
+                rate = rate_at(step)
+                self.optimizer.learning_rate = rate
+            losses.append(float(self.step(batch)))
+        prediction = self.model(x, training=False)
+        final = float(np.mean(np.asarray(self.loss_fn(tf.convert_to_tensor(y), prediction))))
+        return losses, final
+
+
+# model_fn -> {(devices, loss, per_replica_batch): _Runner}; forgotten with model_fn.
+_RUNNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _runner(devices, model_fn, loss, loss_fn, per_replica) -> _Runner:
+    try:
+        key = (tuple(devices), loss, per_replica)
+        hash(key)
+        runners = _RUNNERS.setdefault(model_fn, {})
+    except TypeError:  # an unhashable loss or model_fn: no reuse
+        return _Runner(devices, model_fn, loss_fn, per_replica)
+    if key not in runners:
+        runners[key] = _Runner(devices, model_fn, loss_fn, per_replica)
+    return runners[key]
+
+
+def _train(runner, x, y, epochs, rate, scale, warmup, window):
+    k = runner.strategy.num_replicas_in_sync
+    peak = rate * k if scale else rate
+    schedule = linear_scaling_schedule(rate, k, warmup_steps=warmup) if scale else rate
+
+    @functools.cache
+    def rate_at(step: int) -> float:
+        # The schedule's value at each step, in float32 as the optimizer computes it.
+        return float(schedule) if isinstance(schedule, float | int) else float(schedule(step))
+
+    losses, final = runner.train(x, y, epochs, rate_at)
+    per_window = window // runner.global_batch
+    means = np.mean(np.reshape(losses, (-1, per_window)), axis=1)
+    return ScalingCurve(
+        replicas=k,
+        global_batch=runner.global_batch,
+        steps=len(losses),
+        learning_rate=float(peak),
+        warmup_steps=warmup if scale else 0,
+        examples=tuple(int(window * (i + 1)) for i in range(len(means))),
+        losses=tuple(float(m) for m in means),
+        final_loss=final,
+    )
+
+
+def _replica_counts(counts) -> tuple[int, ...]:
+    if isinstance(counts, int | str) or not isinstance(counts, Sequence):
+        raise TypeError(
+            f"replica_counts must be a list of replica counts, got {type(counts).__name__} "
+            f"{counts!r}: write e.g. replica_counts=(1, 2, 4, 8)."
+        )
+    if not counts:
+        raise ValueError("replica_counts is empty: write e.g. replica_counts=(1, 2, 4, 8).")
+    for count in counts:
+        _whole("replica_counts", count, 1, "replica_counts=(1, 2, 4, 8)")
+    if len(set(counts)) != len(counts):
+        raise ValueError(
+            f"replica_counts names a count twice ({list(counts)}): give each count once."
+        )
+    return tuple(int(c) for c in counts)
+
+
+def _devices(devices, needed: int) -> tuple[str, ...]:
+    if isinstance(devices, str) or not isinstance(devices, Sequence):
+        raise TypeError(
+            f"devices must be a list of device names, got {type(devices).__name__}: pass "
+            "what mk.simulate_replicas(8) returned."
+        )
+    if not all(isinstance(d, str) for d in devices):
+        raise TypeError(
+            "devices must hold device names such as '/device:CPU:0': pass what "
+            "mk.simulate_replicas(8) returned."
+        )
+    if len(devices) < needed:
+        raise ValueError(
+            f"devices has {len(devices)} names but replica_counts asks for {needed} replicas: "
+            f"call mk.simulate_replicas({needed}) at the start (restart the kernel first) and "
+            "pass the devices it returns, or ask for fewer replicas."
+        )
+    return tuple(devices)
+
+
+def _data(data):
+    if not isinstance(data, tuple | list) or len(data) != 2:
+        raise TypeError(
+            f"data must be a pair (x, y) of NumPy arrays, got {type(data).__name__}: write "
+            "data=(x, y)."
+        )
+    x, y = (np.asarray(part) for part in data)
+    if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
+        raise ValueError(
+            f"data must be (x, y) with one row per example in each, got shapes {x.shape} and "
+            f"{y.shape}: give x and y the same examples."
+        )
+    return x, y
+
+
+def _whole(name: str, value, lowest: int, example: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(
+            f"{name} must be a whole number, got {type(value).__name__} {value!r}: write {example}."
+        )
+    if value < lowest:
+        raise ValueError(f"{name} must be {lowest} or more, got {value}: write {example}.")
+
+
+def _positive_number(name: str, value, example: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
+        raise TypeError(
+            f"{name} must be a number, got {type(value).__name__} {value!r}: write {example}."
+        )
+    if not value > 0 or not math.isfinite(value):
+        raise ValueError(f"{name} must be above 0, got {value}: write {example}.")
