@@ -122,9 +122,9 @@ def _serve(worker: int, channel) -> None:
 def _coordinate(payload: dict, channel, spec) -> object:
     """The chief of a parameter-server cluster: make the strategy, then run the function."""
     import json
-    import socket
 
     from mirrorkit.cluster import protocol as p
+    from mirrorkit.cluster._flight import probe
     from mirrorkit.cluster.events import WorkerEvent
     from mirrorkit.cluster.worker import WorkerContext
 
@@ -133,11 +133,9 @@ def _coordinate(payload: dict, channel, spec) -> object:
     servers = [a for job in ("worker", "ps") for a in config["cluster"].get(job, [])]
     waiting = list(servers)
     while waiting:  # the owner's start_timeout bounds this wait
-        host, port = waiting[0].rsplit(":", 1)
-        try:
-            socket.create_connection((host, int(port)), timeout=0.5).close()
+        if probe(waiting[0], timeout=0.5) == "listening":
             waiting.pop(0)
-        except OSError:
+        else:
             time.sleep(0.05)
     import tensorflow as tf
 
