@@ -171,7 +171,7 @@ def test_not_attempted(strategy, setup):
     assert not result.passed and "not attempted" in result.message
 
 
-def _unbuilt_scope_model():
+def _model_outside_the_scope():
     return keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])  # no strategy
 
 
@@ -192,7 +192,7 @@ WRONG_EVALUATIONS = [
     ),
     pytest.param(
         lambda s, m, d: mk.check_evaluation(
-            _sums_and_counts(s), s, _unbuilt_scope_model(), d, global_batch=16
+            _sums_and_counts(s), s, _model_outside_the_scope(), d, global_batch=16
         ),
         None,
         "model",
