@@ -24,6 +24,15 @@ and sums, over the processes alive at that moment, every ``--interval`` seconds:
   tensors, Python objects). Unlike the file pages of TensorFlow's libraries, which
   every process that maps the same installed files shares, these belong to one
   process only, whatever else runs: the least each further kernel adds to a machine.
+  Forked processes share their parent's anonymous pages until one writes to them, and
+  each of them counts the shared ones again (RSS too); only PSS divides them.
+
+Beside the tree, the whole machine: how far its ``MemAvailable`` (/proc/meminfo) fell below
+what it was just before the kernel started, at the lowest sample. That is the memory the
+chapter took from the machine, each page once whoever maps it, page tables included, and
+without the page cache of TensorFlow's library files, which the kernel can drop and which
+every kernel on the machine shares; on a hub, the memory each further learner costs.
+Other work on the machine moves it too: read it on a quiet machine.
 
 PSS and anonymous memory are read every ``--smaps-interval`` seconds only: the Linux
 kernel walks the whole page table of a process to write its smaps_rollup, about 10 ms
@@ -69,6 +78,14 @@ def _status_kib(pid: int, key: str) -> int | None:
     return None
 
 
+def _available_bytes() -> int:
+    """The machine's MemAvailable (/proc/meminfo), in bytes."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("/proc/meminfo has no MemAvailable line")
+
+
 def _pss_anon_kib(pid: int) -> tuple[int, int] | None:
     """The process's (PSS, anonymous memory) in KiB from /proc/PID/smaps_rollup.
 
@@ -102,6 +119,7 @@ class Footprint:
     pss_unreadable: set[str] = field(default_factory=set)
     kernel_rss_peak: int = 0  # bytes, the kernel process alone, sampled
     processes_peak: int = 0
+    available_low: int = 0  # bytes: the machine's lowest MemAvailable while sampling
     sampler_cpu: float = 0.0  # CPU seconds the sampling itself took (it shares the cores)
     commands: set[str] = field(default_factory=set)  # names of the descendants seen
 
@@ -168,6 +186,8 @@ class TreeSampler(threading.Thread):
                 pss += shares[0] * 1024
                 anon += shares[1] * 1024
         fp.samples += 1
+        available = _available_bytes()
+        fp.available_low = min(fp.available_low or available, available)
         fp.rss_peak = max(fp.rss_peak, rss)
         fp.processes_peak = max(fp.processes_peak, alive)
         if smaps:
@@ -188,6 +208,12 @@ class Pass:
     footprint: Footprint
     kernel_hwm: int | None  # bytes: the kernel's VmHWM at the end of the pass (since it started)
     load: float  # the machine's 1-minute load average at the end of the pass
+    available_before: int  # bytes: the machine's MemAvailable before the kernel started
+
+    @property
+    def machine_drop(self) -> int:
+        """Bytes: how far MemAvailable fell below its value before the kernel started."""
+        return max(0, self.available_before - self.footprint.available_low)
 
 
 def run_chapter(
@@ -203,6 +229,7 @@ def run_chapter(
         tempfile.TemporaryDirectory(prefix="mirrorbook-footprint-") as cwd,
         notebook_client(nb, timeout=chapter["cell_timeout"], cwd=Path(cwd)) as client,
     ):
+        available_before = _available_bytes()
         started = time.perf_counter()
         with client.setup_kernel():
             kernel_start = time.perf_counter() - started
@@ -228,6 +255,7 @@ def run_chapter(
                         footprint,
                         hwm * 1024 if hwm is not None else None,
                         psutil.getloadavg()[0],
+                        available_before,
                     )
                 )
     if save is not None:
@@ -274,7 +302,7 @@ def main() -> None:
                 f"{run.file} pass {run.number}: cells {run.cells:.1f} s "
                 f"(kernel start {run.kernel_start:.1f} s), "
                 f"peak RSS of the tree {mib(fp.rss_peak)} MiB, PSS {mib(fp.pss_peak)} MiB, "
-                f"anonymous {mib(fp.anon_peak)} MiB, "
+                f"anonymous {mib(fp.anon_peak)} MiB, machine {mib(run.machine_drop)} MiB, "
                 f"kernel alone {mib(fp.kernel_rss_peak)} MiB sampled / "
                 f"{mib(run.kernel_hwm)} MiB VmHWM, up to {fp.processes_peak} processes "
                 f"({fp.samples} RSS samples, one per {run.cells / fp.samples * 1000:.0f} ms; "
@@ -288,10 +316,10 @@ def main() -> None:
     print()
     print(
         "| chapter | pass | cells (s) | kernel start (s) | peak RSS, tree (MiB) "
-        "| peak PSS, tree (MiB) | peak anonymous, tree (MiB) "
+        "| peak PSS, tree (MiB) | peak anonymous, tree (MiB) | machine, MemAvailable drop (MiB) "
         "| kernel peak RSS, sampled / VmHWM (MiB) | processes at most | load average |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for run in runs:
         fp = run.footprint
         missing = ""
@@ -300,6 +328,7 @@ def main() -> None:
         print(
             f"| {run.file} | {run.number} | {run.cells:.1f} | {run.kernel_start:.1f} "
             f"| {mib(fp.rss_peak)} | {mib(fp.pss_peak)}{missing} | {mib(fp.anon_peak)}{missing} "
+            f"| {mib(run.machine_drop)} "
             f"| {mib(fp.kernel_rss_peak)} / {mib(run.kernel_hwm)} | {fp.processes_peak} "
             f"| {run.load:.1f} |"
         )

@@ -2,12 +2,21 @@
 
 Usage: python bench/cluster_start.py [--repeats 5] [--workers 2 3]
 
-Alternates, in one run so machine noise hits all of them: a fresh Python process that
-imports TensorFlow (through mirrorkit.make_reproducible, as every worker does) and runs
-one op; and LocalCluster runs of a function that only all-reduces one number, for each
-worker count. Prints the medians and the ratios cluster / single process, for the time
-until every worker joined (start), against the time one process needs until its op has
-run (its slow TensorFlow teardown at exit is printed apart: workers skip it with os._exit).
+Interleaves, in one run so machine noise hits all of them alike, in each repeat:
+
+- one process: a new Python process that imports TensorFlow (through
+  mirrorkit.make_reproducible, as every worker does) and runs one op;
+- cold: ``LocalCluster(n, warm=False)``, every process a new Python process, for each n;
+- warm, first start: the kernel's warm process ended first (``mk.stop_warm_process()``), so
+  the run starts a new one, which imports TensorFlow, then forks (the first cluster of a
+  kernel), for each n;
+- warm, later start: the warm process already running (every cluster after the first).
+
+Each run only all-reduces one number. "Formed" is from launch until every worker had joined
+(ClusterRun.start_seconds); a single process is "ready" when its op has run (its slow
+TensorFlow teardown at exit is printed apart: workers skip it with os._exit). Prints the
+medians, their ratios to one process ready, and each ratio's spread over the repeats
+(each repeat's cluster time over the same repeat's single process, min-max).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ SINGLE = (
     "import mirrorkit as mk; mk.make_reproducible(0); import tensorflow as tf; "
     "tf.reduce_sum(tf.ones(4)).numpy(); print('ready', flush=True)"
 )
+KINDS = ("cold", "warm, first start", "warm, later start")
 
 
 def single_process() -> tuple[float, float]:
@@ -43,6 +53,19 @@ def all_reduce_once(context):
     return float(context.strategy.reduce("SUM", value, axis=None))
 
 
+def cluster_start(n: int, kind: str) -> float:
+    if kind == "warm, first start":
+        mk.stop_warm_process()
+    run = mk.LocalCluster(n, echo=False, warm=kind != "cold").run(all_reduce_once)
+    assert run.results == [float(n)] * n, run.results
+    expected = {"cold": "new processes", "warm, first start": "new warm", "warm, later start": ""}
+    assert expected[kind] in run.launch and ("warm" in kind) == ("forked" in run.launch), (
+        kind,
+        run.launch,
+    )
+    return run.start_seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -51,17 +74,17 @@ def main() -> None:
 
     single: list[float] = []
     single_exit: list[float] = []
-    start: dict[int, list[float]] = {n: [] for n in args.workers}
-    wall: dict[int, list[float]] = {n: [] for n in args.workers}
+    formed: dict[tuple[int, str], list[float]] = {
+        (n, kind): [] for n in args.workers for kind in KINDS
+    }
     for _ in range(args.repeats):
         ready, ended = single_process()
         single.append(ready)
         single_exit.append(ended)
         for n in args.workers:
-            run = mk.LocalCluster(n, echo=False).run(all_reduce_once)
-            assert run.results == [float(n)] * n
-            start[n].append(run.start_seconds)
-            wall[n].append(run.wall_seconds)
+            for kind in KINDS:
+                formed[n, kind].append(cluster_start(n, kind))
+    mk.stop_warm_process()
 
     base = statistics.median(single)
     print(
@@ -69,11 +92,15 @@ def main() -> None:
         f"(min {min(single):.2f}, max {max(single):.2f}, {args.repeats} runs); "
         f"process ended after {statistics.median(single_exit):.2f} s"
     )
-    for n in args.workers:
-        s, w = statistics.median(start[n]), statistics.median(wall[n])
+    print()
+    print("| workers | start | formed, median (s) | ratio to one process | ratio per repeat |")
+    print("| ---: | --- | ---: | ---: | ---: |")
+    for (n, kind), seconds in formed.items():
+        median = statistics.median(seconds)
+        per_repeat = [s / b for s, b in zip(seconds, single, strict=True)]
         print(
-            f"{n} workers: cluster formed {s:.2f} s (ratio {s / base:.2f} to one process ready), "
-            f"whole run {w:.2f} s"
+            f"| {n} | {kind} | {median:.2f} | {median / base:.2f} | "
+            f"{min(per_repeat):.2f}-{max(per_repeat):.2f} |"
         )
 
 

@@ -49,6 +49,7 @@ from .cluster.launcher import (
     NETWORKS as NETWORKS,
     ClusterRun as ClusterRun,
     LocalCluster as LocalCluster,
+    stop_warm_process as stop_warm_process,
 )
 from .cluster.protocol import KillWorker as KillWorker
 from .cluster.worker import (

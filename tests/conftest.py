@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,47 @@ def strategy():
 def seeded():
     """Re-seed Python, NumPy and TensorFlow before a test that draws random numbers."""
     mk.make_reproducible(0)
+
+
+# Local clusters. Every process of an owner's runs has "mirrorkit-cluster-<owner pid>-" in its
+# command line (forked ones: their warm process's). The owners are this test process and the
+# owner scripts tests start (they add their pids); other test runs on the machine are not ours.
+CLUSTER_MARKER = "mirrorkit-cluster-"
+CLUSTER_OWNERS = {os.getpid()}
+
+
+def our_cluster_processes() -> set[int]:
+    """Supervisors and workers of our owners' runs, and warm processes of ended owners."""
+    from mirrorkit.cluster import _procs, _warm
+
+    found = {
+        pid
+        for owner in CLUSTER_OWNERS
+        for pid in _procs.processes_with(f"{CLUSTER_MARKER}{owner}-")
+    }
+    return found - {_warm.current_pid()}  # this process's warm process outlives its runs
+
+
+def wait_gone(pids, within: float = 15.0) -> list[int]:
+    """The processes among ``pids`` still running after ``within`` seconds (at best none)."""
+    from mirrorkit.cluster import _procs
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        alive = [pid for pid in pids if _procs.is_running(pid)]
+        if not alive:
+            return []
+        time.sleep(0.1)
+    return alive
+
+
+@pytest.fixture
+def no_orphans():
+    """The test leaves no supervisor or worker of its clusters behind."""
+    before = our_cluster_processes()
+    yield
+    left = wait_gone(sorted(our_cluster_processes() - before), within=10.0)
+    assert left == [], f"processes left behind: {left}"
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,8 @@ import socket
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
+#: The name (``comm``) the warm process gives itself; its forks rename themselves at once.
+WARM_NAME = "mirrorkit-warm"
 
 
 def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> bool:
@@ -78,6 +80,23 @@ def processes_with(marker: str) -> list[int]:
         if marker in cmdline and is_running(int(entry.name)):
             found.append(int(entry.name))
     return sorted(found)
+
+
+def name_of(pid: int | str) -> str:
+    """A process's short name (``comm``), or "" if it is gone."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def cluster_processes(marker: str) -> list[int]:
+    """Pids of the live supervisors and workers whose command line contains ``marker``.
+
+    Forked ones have the warm process's command line; the warm process itself, which
+    outlives the runs, is not counted.
+    """
+    return [pid for pid in processes_with(marker) if name_of(pid) != WARM_NAME]
 
 
 def listening_sockets(pid: int | str = "self") -> list[str]:

@@ -8,6 +8,12 @@ stdout, every line a worker prints, every event a worker reports and every exit.
 It never outlives its owner: the kernel kills it when the owner ends (PDEATHSIG), and
 end-of-file on stdin (the owner closed the pipe or died) kills every worker. Each
 worker is tied to the supervisor the same way.
+
+Started by the owner as a new Python process, it starts each worker as a new Python process
+too (``python -m mirrorkit.cluster._worker_main``), which imports TensorFlow again. Forked
+from the warm process (:mod:`mirrorkit.cluster._zygote`), its parent is that process and it
+forks its workers, which start with TensorFlow imported: every fork happens before this
+process starts its first thread.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import threading
 import time
 
 from mirrorkit._stderr import is_log_noise
-from mirrorkit.cluster import _procs, protocol as p
+from mirrorkit.cluster import _forked, _procs, protocol as p
 
 _write_lock = threading.Lock()
 
@@ -38,9 +44,10 @@ def send(message: p.SupervisorMessage) -> None:
 
 
 class Supervisor:
-    def __init__(self, spec: p.LaunchSpec) -> None:
+    def __init__(self, spec: p.LaunchSpec, *, fork_workers: bool = False) -> None:
         self.spec = spec
-        self.workers: dict[int, subprocess.Popen] = {}
+        self.fork_workers = fork_workers
+        self.workers: dict[int, subprocess.Popen | _forked.ForkedProcess] = {}
         self.ready: set[int] = set()
         self.finished: set[int] = set()
         self.pumps: dict[int, list[threading.Thread]] = {}
@@ -77,10 +84,14 @@ class Supervisor:
                 pids = {i: process.pid for i, process in self.workers.items()}
                 extra[p.SERVER_PIDS] = json.dumps(pids)
             self.workers[index] = self.spawn(index, configs[index], addresses[index], extra)
+        # Threads only now: a fork must find this process with one thread.
+        for pumps in self.pumps.values():
+            for pump in pumps:
+                pump.start()
 
     def spawn(
         self, index: int, tf_config: dict, address: str, extra: dict[str, str] | None = None
-    ) -> subprocess.Popen:
+    ) -> subprocess.Popen | _forked.ForkedProcess:
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
         env.update(self.spec.env)
@@ -93,7 +104,19 @@ class Supervisor:
                 **(extra or {}),
             }
         )
-        process = subprocess.Popen(
+        start = self.fork_worker if self.fork_workers else self.start_worker
+        process = start(index, env, write_fd)
+        os.close(write_fd)
+        send(p.Spawned(index, process.pid, address))
+        self.pumps[index] = [
+            threading.Thread(target=self.pump_output, args=(index, process), daemon=True),
+            threading.Thread(target=self.pump_events, args=(index, read_fd), daemon=True),
+        ]
+        return process
+
+    def start_worker(self, index: int, env: dict[str, str], event_fd: int) -> subprocess.Popen:
+        """A new Python process, which imports everything itself."""
+        return subprocess.Popen(
             [
                 sys.executable,
                 "-m",
@@ -104,20 +127,37 @@ class Supervisor:
             stdin=subprocess.PIPE,  # closed when every worker has finished: time to leave
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            pass_fds=(write_fd,),
+            pass_fds=(event_fd,),
             env=env,
             cwd=self.spec.cwd,
         )
-        os.close(write_fd)
-        send(p.Spawned(index, process.pid, address))
-        pumps = [
-            threading.Thread(target=self.pump_output, args=(index, process), daemon=True),
-            threading.Thread(target=self.pump_events, args=(index, read_fd), daemon=True),
-        ]
-        for pump in pumps:
-            pump.start()
-        self.pumps[index] = pumps
-        return process
+
+    def fork_worker(self, index: int, env: dict[str, str], event_fd: int) -> _forked.ForkedProcess:
+        """A fork of this process, with TensorFlow imported and its runtime not started."""
+        stdin_read, stdin_write = os.pipe()
+        output_read, output_write = os.pipe()
+        run_dir, cwd = self.spec.run_dir, self.spec.cwd
+
+        def become_worker() -> None:
+            os.environ.clear()
+            os.environ.update(env)
+            os.chdir(cwd)
+            sys.path[0] = cwd  # where `python -m` in cwd would look first
+            from mirrorkit.cluster import _worker_main
+
+            _worker_main.main(run_dir, str(index))
+
+        pid = _forked.fork(
+            become_worker,
+            f"mirrorkit-w{index}",
+            stdio=(stdin_read, output_write, output_write),
+            keep=(event_fd,),
+        )
+        for fd in (stdin_read, output_write):
+            os.close(fd)
+        return _forked.ForkedProcess(
+            pid, stdin=os.fdopen(stdin_write, "wb"), stdout=os.fdopen(output_read, "rb")
+        )
 
     def pump_output(self, index: int, process: subprocess.Popen) -> None:
         for raw in iter(process.stdout.readline, b""):
@@ -189,9 +229,10 @@ class Supervisor:
         send(p.Done())
 
 
-def main(run_dir: str, owner_pid: str) -> None:
+def main(run_dir: str, owner_pid: str, *, fork_workers: bool = False) -> None:
+    """Run one cluster until the owner has read everything; ``owner_pid`` is the parent."""
     _procs.die_with_parent(int(owner_pid))
-    supervisor = Supervisor(p.LaunchSpec.read(run_dir))
+    supervisor = Supervisor(p.LaunchSpec.read(run_dir), fork_workers=fork_workers)
     signal.signal(signal.SIGTERM, lambda *_: supervisor.stop())
     try:
         supervisor.start()

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mirrorkit._validate import require_seconds
-from mirrorkit.cluster import _procs, protocol as p
+from mirrorkit._validate import require_bool, require_seconds
+from mirrorkit.cluster import _procs, _warm, protocol as p
 from mirrorkit.cluster.events import ClusterStatus, WorkerEvent
 from mirrorkit.cluster.protocol import KillWorker
 from mirrorkit.cluster.worker import calling_on_event, joins_by_itself, target_problem
@@ -79,6 +79,8 @@ class ClusterRun:
         exits: How each worker's process ended (``"exit status 0"``, ``"killed by SIGKILL"``).
         start_seconds: From launch until every worker had joined (``None`` if never).
         wall_seconds: From launch until the last process ended.
+        launch: How the processes were started: forked from the kernel's warm process
+            (see ``LocalCluster(warm=...)``), or as new Python processes, and why.
 
     Example:
         >>> from mirrorkit import ClusterRun
@@ -101,6 +103,7 @@ class ClusterRun:
     exits: dict[int, str] = field(default_factory=dict)
     start_seconds: float | None = None
     wall_seconds: float | None = None
+    launch: str = ""
 
     @property
     def result(self) -> Any:
@@ -163,7 +166,7 @@ class ClusterRun:
 class LocalCluster:
     """Run a function on a real ``MultiWorkerMirroredStrategy`` cluster of local processes.
 
-    Each run starts ``num_workers`` fresh processes, each joins the cluster
+    Each run starts ``num_workers`` new processes, each joins the cluster
     (``MultiWorkerMirroredStrategy`` from its own TF_CONFIG), runs your function with a
     :class:`mirrorkit.WorkerContext`, and hands its return value back. Their output
     is printed here, labelled. When the run ends - finished, failed, timed out or
@@ -198,6 +201,14 @@ class LocalCluster:
             (a ``tf.distribute.Server`` each) until the chief's function returns. Steps run
             on the workers when the chief schedules them with a
             ``tf.distribute.coordinator.ClusterCoordinator``.
+        warm: Start the processes warm (default, on Linux): the kernel's first run starts a
+            warm process that imports TensorFlow once and forks the processes of every run,
+            which start with TensorFlow imported and its runtime not yet started (each
+            configures its own, as a new process does). Later runs skip the import, most
+            of a start. The warm process ends with the kernel, or after 10 minutes without
+            a run; ``ClusterRun.launch`` says how each run started. ``False``: every
+            process is a new Python process that imports TensorFlow itself (as on systems
+            where forking is not possible or not safe, which fall back to it).
 
     Raises:
         TypeError: If ``num_workers`` is not an int, a number of seconds is not a number, or
@@ -228,6 +239,7 @@ class LocalCluster:
         grace_seconds: float = 2.0,
         logical_devices: int | None = None,
         num_ps: int = 0,
+        warm: bool = True,
     ) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int):
             raise TypeError(
@@ -270,6 +282,8 @@ class LocalCluster:
             raise ValueError(f"logical_devices must be an int >= 1, got {logical_devices!r}.")
         self.logical_devices = logical_devices
         self.num_ps = _check_num_ps(num_ps, logical_devices, collective_timeout)
+        require_bool("warm", warm, "to start every process as a new Python process")
+        self.warm = warm
 
     @property
     def num_processes(self) -> int:
@@ -484,7 +498,7 @@ class LocalCluster:
                 f"absent workers must be in 0..{last}, got {absent}: write absent=[{last}]."
             )
         _remove_stale_run_folders()
-        run_dir = Path(tempfile.mkdtemp(prefix=f"{_RUN_PREFIX}{os.getpid()}-"))
+        run_dir = Path(tempfile.mkdtemp(prefix=f"{p.RUN_PREFIX}{os.getpid()}-"))
         try:
             (run_dir / p.PAYLOAD_FILE).write_bytes(_dumps(payload, module))
             p.LaunchSpec(
@@ -506,6 +520,25 @@ class LocalCluster:
             return session.run()
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def stop_warm_process() -> bool:
+    """End this kernel's warm process (see ``LocalCluster(warm=...)``) now, freeing its memory.
+
+    Its supervisors and workers, if a run is going on, end with it. The next warm run starts
+    a new one (and imports TensorFlow again), as after installing another version of a
+    package the workers import. It also ends by itself with the kernel, or after 10 minutes
+    without a run.
+
+    Returns:
+        Whether there was a warm process to end.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> mk.stop_warm_process() in (True, False)
+        True
+    """
+    return _warm.stop()
 
 
 def _check_num_ps(num_ps: Any, logical_devices: Any, collective_timeout: Any) -> int:
@@ -605,9 +638,6 @@ def _module_of(function: Callable) -> Any:
     return module
 
 
-_RUN_PREFIX = "mirrorkit-cluster-"  # + the owner's pid + "-" + random: one folder per run
-
-
 def _remove_stale_run_folders(folder: str | None = None) -> list[Path]:
     """Delete the run folders whose owner process is gone (a killed kernel leaves its own).
 
@@ -615,8 +645,8 @@ def _remove_stale_run_folders(folder: str | None = None) -> list[Path]:
         The folders removed.
     """
     removed = []
-    for path in Path(folder or tempfile.gettempdir()).glob(f"{_RUN_PREFIX}*-*"):
-        owner = path.name.removeprefix(_RUN_PREFIX).split("-", 1)[0]
+    for path in Path(folder or tempfile.gettempdir()).glob(f"{p.RUN_PREFIX}*-*"):
+        owner = path.name.removeprefix(p.RUN_PREFIX).split("-", 1)[0]
         if not owner.isdigit() or not path.is_dir() or path.stat().st_uid != os.getuid():
             continue
         try:
@@ -717,21 +747,7 @@ class _Session:
 
     def run(self) -> ClusterRun:
         self.started = time.monotonic()
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mirrorkit.cluster._supervisor",
-                str(self.run_dir),
-                str(os.getpid()),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, **_worker_environment()},
-            text=True,
-        )
-        _live_supervisors.add(self.process)
+        self.process, self.record.launch = self._start_supervisor()
         self.readers = [
             threading.Thread(target=self._read, args=(self.process.stdout, "out"), daemon=True),
             threading.Thread(target=self._read, args=(self.process.stderr, "err"), daemon=True),
@@ -747,6 +763,40 @@ class _Session:
         self.record.wall_seconds = round(self.elapsed(), 3)
         self.record.results = [self._result(i) for i in range(self.cluster.num_processes)]
         return self.record
+
+    def _start_supervisor(self) -> tuple[Any, str]:
+        """The run's supervisor: forked by the warm process if it can, else a new process."""
+        env = {**os.environ, **_worker_environment()}
+        why = "asked for with warm=False"
+        if self.cluster.warm:
+            try:
+                return _warm.start_supervisor(
+                    str(self.run_dir), {**env, **self.cluster.env}, self.cluster.start_timeout
+                )
+            except _warm.WarmUnavailable as error:
+                why = str(error)
+            except (TimeoutError, ConnectionError) as error:
+                raise ClusterStartError(
+                    f"the cluster could not start: {error}. Raise start_timeout if this "
+                    "machine is just slow, or start new processes with warm=False.",
+                    self.record,
+                ) from error
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mirrorkit.cluster._supervisor",
+                str(self.run_dir),
+                str(os.getpid()),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        _live_supervisors.add(process)
+        return process, f"new processes ({why})"
 
     def _read(self, stream, channel: str) -> None:
         for line in stream:

@@ -46,6 +46,10 @@ SPEC_FILE = "spec.json"
 PAYLOAD_FILE = "payload.pkl"
 #: What the owner writes on the supervisor's stdin to end the run early.
 STOP = "stop"
+#: How the run folders begin (in the temporary folder), followed by the owner's pid, "-" and a
+#: random part. The warm process's command line ends the same way (``...-warm``), so every
+#: process of an owner's clusters, forked ones included, has it in its command line.
+RUN_PREFIX = "mirrorkit-cluster-"
 
 
 def result_file(worker: int) -> str:

@@ -100,9 +100,10 @@ def cluster_tmp(monkeypatch):
         yield path
         marker = f"{path}/{MARKER}"
         deadline = time.monotonic() + 15
-        while _procs.processes_with(marker) and time.monotonic() < deadline:
+        # The kernel's warm process (not counted) ends with the kernel.
+        while _procs.cluster_processes(marker) and time.monotonic() < deadline:
             time.sleep(0.25)
-        leftover = _procs.processes_with(marker)
+        leftover = _procs.cluster_processes(marker)
         for pid in leftover:
             os.kill(pid, signal.SIGKILL)
         assert not leftover, f"cluster processes outlived the test: {leftover}"
@@ -207,4 +208,4 @@ def test_cluster_view_shows_a_killed_worker_live_in_jupyterlab(
     elapsed = time.monotonic() - started
     assert elapsed < 180, f"browser test took {elapsed:.0f}s, longer than 3 minutes"
     marker = f"{cluster_tmp}/{MARKER}"
-    _until(lambda: not _procs.processes_with(marker), 15, "the cluster's processes did not end")
+    _until(lambda: not _procs.cluster_processes(marker), 15, "the cluster's processes did not end")

@@ -7,15 +7,11 @@ check makes three cluster runs (about 10-20 s in all on two cores).
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
 
 import mirrorkit as mk
-from mirrorkit.cluster import _procs
-
-MARKER = f"mirrorkit-cluster-{os.getpid()}-"  # in this process's supervisors' command lines
 
 RIGHT = """
 def checkpointing(context, checkpoint_dir, model, optimizer, step, seen):
@@ -42,17 +38,6 @@ def notebook_function(source: str):
     namespace = {"__name__": "__main__"}
     exec(source, namespace)
     return namespace["checkpointing"]
-
-
-@pytest.fixture
-def no_orphans():
-    """A check leaves no supervisor or worker of its clusters behind."""
-    before = set(_procs.processes_with(MARKER))
-    yield
-    deadline = time.monotonic() + 10.0
-    while (left := set(_procs.processes_with(MARKER)) - before) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not left, f"processes left behind: {sorted(left)}"
 
 
 def test_the_blank_answer_is_not_attempted_and_starts_no_cluster():

@@ -17,16 +17,13 @@ import tensorflow as tf
 
 import mirrorkit as mk
 from mirrorkit.cluster import _procs, launcher
-from tests.conftest import ROOT
-
-MARKER = "mirrorkit-cluster-"  # + the owner's pid: in its supervisor's and workers' command lines
-# The owners started by this test process (itself, and owner scripts). Other test runs on the
-# same machine have clusters too; the checks here count only ours.
-OWNERS = {os.getpid()}
-
-
-def our_cluster_processes() -> set[int]:
-    return {pid for owner in OWNERS for pid in _procs.processes_with(f"{MARKER}{owner}-")}
+from tests.conftest import (
+    CLUSTER_MARKER as MARKER,
+    CLUSTER_OWNERS as OWNERS,
+    ROOT,
+    our_cluster_processes,
+    wait_gone,
+)
 
 
 def count_steps(context, steps=4):
@@ -43,29 +40,13 @@ def count_steps(context, steps=4):
     return {"task": context.task_id, "replicas": strategy.num_replicas_in_sync, "sums": totals}
 
 
-def wait_gone(pids, within=15.0):
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        alive = [pid for pid in pids if _procs.is_running(pid)]
-        if not alive:
-            return []
-        time.sleep(0.1)
-    return alive
-
-
-@pytest.fixture
-def no_orphans():
-    """Every test here must leave no supervisor or worker behind."""
-    before = our_cluster_processes()
-    yield
-    left = wait_gone(sorted(our_cluster_processes() - before), within=10.0)
-    assert left == [], f"processes left behind: {left}"
-
-
-def test_success_path_runs_every_worker_and_returns_results(no_orphans, capsys):
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "new processes"])
+def test_success_path_runs_every_worker_and_returns_results(no_orphans, capsys, warm):
     events = []
-    run = mk.LocalCluster(2).run(count_steps, kwargs={"steps": 3}, on_event=events.append)
+    cluster = mk.LocalCluster(2, warm=warm)
+    run = cluster.run(count_steps, kwargs={"steps": 3}, on_event=events.append)
 
+    assert run.launch.startswith("forked from" if warm else "new processes (asked for")
     assert [r["task"] for r in run.results] == [0, 1]
     assert all(r["replicas"] == 2 for r in run.results)
     assert all(r["sums"] == [3.0, 3.0, 3.0] for r in run.results)  # 1 + 2 all-reduced
@@ -84,8 +65,9 @@ def test_success_path_runs_every_worker_and_returns_results(no_orphans, capsys):
     assert "worker 0 (chief): finished, 3 steps" in run.summary()
 
 
-def test_private_network_hides_the_workers_servers(no_orphans):
-    run = mk.LocalCluster(2, echo=False).run(count_steps, kwargs={"steps": 1})
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "new processes"])
+def test_private_network_hides_the_workers_servers(no_orphans, warm):
+    run = mk.LocalCluster(2, echo=False, warm=warm).run(count_steps, kwargs={"steps": 1})
 
     assert run.network == "private"
     assert run.interfaces == ["lo"]  # nothing else to listen on
@@ -139,9 +121,10 @@ def test_missing_worker_fails_within_the_start_timeout(no_orphans):
     assert [w.state for w in status.workers] == ["stopped", "starting"]
 
 
-def test_killed_worker_is_reported_and_the_others_stopped(no_orphans):
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "new processes"])
+def test_killed_worker_is_reported_and_the_others_stopped(no_orphans, warm):
     with pytest.raises(mk.WorkerFailedError) as error:
-        mk.LocalCluster(2, echo=False).run(
+        mk.LocalCluster(2, echo=False, warm=warm).run(
             count_steps, kwargs={"steps": 50}, fault=mk.KillWorker(worker=1, at_step=3)
         )
     err = error.value
@@ -198,14 +181,14 @@ CHILD = textwrap.dedent(
         if event.kind == "step":
             print("TRAINING", flush=True)
 
-    mk.LocalCluster(2, echo=False).run(forever, on_event=on_event)
+    mk.LocalCluster(2, echo=False, warm={warm}).run(forever, on_event=on_event)
     """
 )
 
 
-def start_owner(tmp_path):
+def start_owner(tmp_path, warm=True):
     script = tmp_path / "owner.py"
-    script.write_text(CHILD.format(root=str(ROOT)))
+    script.write_text(CHILD.format(root=str(ROOT), warm=warm))
     owner = subprocess.Popen(
         [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -217,11 +200,12 @@ def start_owner(tmp_path):
         if seen == 2 or time.monotonic() > deadline:
             break
     assert seen == 2, owner.stderr.read()
-    descendants = [
-        pid for pid in _procs.processes_with(f"{MARKER}{owner.pid}-") if _descends(pid, owner.pid)
-    ]
-    assert len(descendants) == 3  # the supervisor and two workers
-    return owner, descendants
+    marker = f"{MARKER}{owner.pid}-"
+    runs = [pid for pid in _procs.cluster_processes(marker) if _descends(pid, owner.pid)]
+    assert len(runs) == 3  # the supervisor and two workers
+    everything = [pid for pid in _procs.processes_with(marker) if _descends(pid, owner.pid)]
+    assert len(everything) == 3 + warm  # and the warm process they were forked from
+    return owner, everything
 
 
 def _descends(pid, ancestor):
@@ -232,8 +216,9 @@ def _descends(pid, ancestor):
     return False
 
 
-def test_owner_killed_takes_every_worker_along(tmp_path, no_orphans):
-    owner, processes = start_owner(tmp_path)
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "new processes"])
+def test_owner_killed_takes_every_worker_along(tmp_path, no_orphans, warm):
+    owner, processes = start_owner(tmp_path, warm)
     owner.kill()  # as when the notebook kernel dies
     owner.wait()
     assert wait_gone(processes, within=10.0) == []
@@ -348,6 +333,13 @@ WRONG_CLUSTERS = [
         "collective_timeout",
         r"runs none.*run\(\.\.\., timeout=120\)",
         id="a collective timeout with parameter servers",
+    ),
+    pytest.param(
+        dict(warm="no"),
+        TypeError,
+        "warm",
+        r"True or False.*write warm=False to start every process as a new Python process",
+        id="warm as a string",
     ),
 ]
 

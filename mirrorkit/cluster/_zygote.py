@@ -1,0 +1,131 @@
+"""The warm process: imports TensorFlow once per notebook kernel, then forks one supervisor per run.
+
+Started by :mod:`mirrorkit.cluster._warm` as
+``python -m mirrorkit.cluster._zygote OWNER_PID SOCKET_FD IDLE_SECONDS MARKER`` (MARKER: see
+:data:`mirrorkit.cluster.protocol.RUN_PREFIX`). It imports
+TensorFlow, Keras and the launcher's modules without running a single op, so TensorFlow's
+runtime (its thread pools, its collective-ops configuration, which a process may set only
+once) never starts here; it stays single-threaded, then answers requests on its socket
+(a ``SOCK_SEQPACKET`` pair, one JSON message per packet):
+
+* ``{"op": "supervise", "run_dir": ..., "id": ...}`` with three descriptors (the supervisor's
+  stdin, stdout and stderr): fork a supervisor for that run; reply ``{"pid": ..., "id": ...}``. The
+  supervisor forks the run's workers in turn; each run starts from the same imported state.
+* ``{"op": "kill", "pid": ...}``: SIGKILL that supervisor if it has not ended (its workers
+  die with it). Only this process reaps its children, so the pid cannot have been reused.
+
+It tells the owner ``{"ready": seconds, "problem": ...}`` once imported (``problem`` says why
+forking would be unsafe here, and the process then ends), and ``{"exit": pid, "code": ...}``
+whenever a supervisor ends. It ends when the owner closes its end of the socket or dies
+(parent-death signal), or after IDLE_SECONDS with no run and no request; its supervisors,
+and their workers, die with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from functools import partial
+
+
+def main(owner_pid: str, socket_fd: str, idle_seconds: str) -> None:
+    from mirrorkit.cluster import _forked, _procs
+
+    _forked.name_process(_procs.WARM_NAME)
+    _procs.die_with_parent(int(owner_pid))
+    channel = socket.socket(fileno=int(socket_fd))
+    started = time.perf_counter()
+    _import_everything()
+    problem = _forked.fork_problem()
+    _send(channel, {"ready": round(time.perf_counter() - started, 3), "problem": problem})
+    if problem:
+        os._exit(0)
+    _serve(channel, float(idle_seconds))
+
+
+def _import_everything() -> None:
+    """Import what every supervisor and worker imports, leaving no thread behind."""
+    added = "OPENBLAS_NUM_THREADS" not in os.environ
+    if added:  # NumPy's OpenBLAS would start its thread pool as it loads
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    import cloudpickle  # noqa: F401
+    import keras  # noqa: F401
+    import numpy  # noqa: F401
+    import tensorflow  # noqa: F401
+
+    import mirrorkit  # noqa: F401
+    from mirrorkit.cluster import _supervisor, _worker_main, worker  # noqa: F401
+    from mirrorkit.report import values  # noqa: F401
+
+    if added:  # the workers' environment is the owner's, as without a warm process
+        del os.environ["OPENBLAS_NUM_THREADS"]
+    # Objects that exist now are never collected in the children: the collector does not
+    # touch (and so copy) the pages they share with this process.
+    gc.collect()
+    gc.freeze()
+
+
+def _serve(channel: socket.socket, idle_seconds: float) -> None:
+    from mirrorkit.cluster import _forked
+
+    children: set[int] = set()
+    last_request = time.monotonic()
+    while True:
+        readable, _, _ = select.select([channel], [], [], 0.2)
+        for pid, code in _reap(children):
+            _send(channel, {"exit": pid, "code": code})
+        if readable:
+            message, fds, _, _ = socket.recv_fds(channel, 65536, 3)
+            if not message:  # the owner closed its end: it is done with us
+                break
+            last_request = time.monotonic()
+            request = json.loads(message)
+            if request["op"] == "supervise":
+                supervise = partial(_supervise, request["run_dir"], os.getpid())
+                pid = _forked.fork(supervise, "mirrorkit-sup", stdio=fds)
+                for fd in fds:
+                    os.close(fd)
+                children.add(pid)
+                _send(channel, {"pid": pid, "id": request["id"]})
+            elif request["op"] == "kill" and request["pid"] in children:
+                os.kill(request["pid"], signal.SIGKILL)
+        elif not children and time.monotonic() - last_request > idle_seconds:
+            break
+    for pid in children:  # their workers follow (parent-death signal)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    os._exit(0)
+
+
+def _reap(children: set[int]) -> list[tuple[int, int]]:
+    ended = []
+    for pid in list(children):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            children.discard(pid)
+            ended.append((pid, os.waitstatus_to_exitcode(status)))
+    return ended
+
+
+def _supervise(run_dir: str, warm_pid: int) -> None:
+    from mirrorkit.cluster import _supervisor
+
+    _supervisor.main(run_dir, str(warm_pid), fork_workers=True)
+
+
+def _send(channel: socket.socket, message: dict) -> None:
+    try:
+        channel.send(json.dumps(message).encode())
+    except OSError:  # the owner is gone
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])  # the fifth, MARKER, only labels the command line

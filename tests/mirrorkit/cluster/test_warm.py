@@ -1,0 +1,185 @@
+"""Warm starts: clusters forked from the kernel's warm process, against new processes.
+
+Every run here is real: a warm process that imported TensorFlow, supervisors and workers
+forked from it, joining a real MultiWorkerMirroredStrategy on loopback.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+import mirrorkit as mk
+from mirrorkit.cluster import _forked, _procs, _warm
+from tests.conftest import wait_gone
+
+
+def lineage(context):
+    """Where this worker comes from, what it holds, and one all-reduce."""
+    import tensorflow as tf
+
+    value = context.strategy.run(lambda: tf.constant(1.0))
+    pipes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("pipe:"):
+            pipes.add(target)
+    return {
+        "sum": float(context.strategy.reduce("SUM", value, axis=None)),
+        "grandparent": _procs.parent_of(os.getppid()),
+        "pipes": sorted(pipes),
+        "name": _procs.name_of(os.getpid()),
+        "variable": os.environ.get("MIRRORBOOK_WARM_TEST"),
+    }
+
+
+def train_a_little(context):
+    """A few steps of a custom training loop; the weights as bytes, to compare bit for bit."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    strategy = context.strategy
+    rng = np.random.default_rng(context.task_id)  # each worker its own examples
+    x = rng.normal(size=(64, 4)).astype("float32")
+    y = x @ np.array([[1.0], [-2.0], [0.5], [3.0]], dtype="float32")
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8), keras.layers.Dense(1)])
+        optimizer = keras.optimizers.Adam(0.01)
+
+    @tf.function
+    def step(x, y):
+        def replica_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.square(model(x) - y)) / 32.0  # the global batch
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+
+        strategy.run(replica_step, args=(x, y))
+
+    for i in range(4):
+        step(x[16 * i : 16 * (i + 1)], y[16 * i : 16 * (i + 1)])
+    return [w.tobytes() for w in model.get_weights()]
+
+
+@pytest.fixture
+def fresh_warm():
+    """No warm process at the start (the test's first run starts one); none left at the end."""
+    mk.stop_warm_process()
+    yield
+    pid = _warm.current_pid()
+    mk.stop_warm_process()
+    if pid is not None:
+        assert wait_gone([pid], within=10.0) == []
+
+
+def test_the_first_run_starts_the_warm_process_and_later_runs_fork_from_it(fresh_warm, no_orphans):
+    first = mk.LocalCluster(2, echo=False).run(lineage)
+    warm = _warm.current_pid()
+    second = mk.LocalCluster(3, echo=False).run(lineage)
+
+    assert first.launch.startswith("forked from a new warm process (imported TensorFlow in")
+    assert second.launch == "forked from the warm process"
+    assert _warm.current_pid() == warm  # the same process, still running after both runs
+    for run, n in ((first, 2), (second, 3)):
+        assert [r["sum"] for r in run.results] == [float(n)] * n
+        # worker -> its run's supervisor -> the warm process
+        assert {r["grandparent"] for r in run.results} == {warm}
+        assert [r["name"] for r in run.results] == [f"mirrorkit-w{i}" for i in range(n)]
+    # Each worker holds its own pipes only (stdin, output, events), none of another's.
+    pipes = [set(r["pipes"]) for r in second.results]
+    assert all(len(p) == 3 for p in pipes), pipes
+    assert not (pipes[0] & pipes[1]) and not (pipes[1] & pipes[2]) and not (pipes[0] & pipes[2])
+
+
+def test_warm_and_new_processes_train_bit_for_bit_alike(fresh_warm, no_orphans):
+    cold = mk.LocalCluster(2, echo=False, warm=False).run(train_a_little)
+    first = mk.LocalCluster(2, echo=False).run(train_a_little)
+    later = mk.LocalCluster(2, echo=False).run(train_a_little)
+
+    assert cold.launch.startswith("new processes") and "forked" in later.launch
+    assert cold.results[0] == cold.results[1]  # the workers agree
+    assert first.results == cold.results and later.results == cold.results
+
+
+def test_another_environment_gets_another_warm_process(fresh_warm, no_orphans):
+    plain = mk.LocalCluster(2, echo=False).run(lineage)
+    warm = _warm.current_pid()
+    changed = mk.LocalCluster(2, echo=False, env={"MIRRORBOOK_WARM_TEST": "yes"}).run(lineage)
+
+    assert [r["variable"] for r in plain.results] == [None, None]
+    assert [r["variable"] for r in changed.results] == ["yes", "yes"]
+    assert changed.launch.startswith("forked from a new warm process")
+    assert _warm.current_pid() != warm
+    assert wait_gone([warm], within=10.0) == []  # the old one ended
+
+
+def test_stopping_the_warm_process_frees_it_and_the_next_run_starts_another(fresh_warm, no_orphans):
+    mk.LocalCluster(2, echo=False).run(lineage)
+    warm = _warm.current_pid()
+
+    assert mk.stop_warm_process() is True
+    assert wait_gone([warm], within=10.0) == []
+    assert _warm.current_pid() is None
+    assert mk.stop_warm_process() is False  # nothing left to stop
+    again = mk.LocalCluster(2, echo=False).run(lineage)
+    assert again.launch.startswith("forked from a new warm process")
+    assert [r["sum"] for r in again.results] == [2.0, 2.0]
+
+
+def test_an_idle_warm_process_ends_by_itself(fresh_warm, no_orphans, monkeypatch):
+    monkeypatch.setattr(_warm, "IDLE_SECONDS", 1.0)
+    mk.LocalCluster(2, echo=False).run(lineage)
+    warm = _warm.current_pid()
+
+    assert wait_gone([warm], within=15.0) == []  # 1 s idle, then it leaves
+    monkeypatch.setattr(_warm, "IDLE_SECONDS", 600.0)
+    again = mk.LocalCluster(2, echo=False).run(lineage)
+    assert again.launch.startswith("forked from a new warm process")
+
+
+def test_where_forking_is_not_safe_the_run_starts_new_processes(fresh_warm, no_orphans):
+    # Asked for two OpenBLAS threads, NumPy starts a second thread as it loads: the warm
+    # process finds it after its imports and refuses to fork.
+    cluster = mk.LocalCluster(2, echo=False, env={"OPENBLAS_NUM_THREADS": "2"})
+    first = cluster.run(lineage)
+    second = cluster.run(lineage)
+
+    assert first.launch.startswith("new processes (this process runs 2 threads")
+    assert "a fork copies only one of them" in first.launch
+    assert second.launch == first.launch  # remembered: no second warm process is tried
+    assert [r["sum"] for r in first.results] == [2.0, 2.0]
+    assert _warm.current_pid() is None
+
+
+def test_fork_problem_names_the_threads_that_make_a_fork_unsafe():
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait, name="held")
+    thread.start()
+    try:
+        problem = _forked.fork_problem()
+    finally:
+        release.set()
+        thread.join()
+    assert problem is not None
+    assert "threads" in problem and "a fork copies only one of them" in problem
+
+
+def test_a_started_runtime_refuses_collective_configuration():
+    # Why the warm process must never run an op: what chapter 6 quotes. This test session's
+    # runtime has started (its replicas are simulated), so TensorFlow refuses.
+    import tensorflow as tf
+    from tensorflow.python.eager import context as eager_context
+
+    tf.constant(1.0)
+    with pytest.raises(
+        RuntimeError, match="^Collective ops must be configured at program startup$"
+    ):
+        eager_context.context().configure_collective_ops(
+            collective_leader="/job:worker/replica:0/task:0"
+        )
