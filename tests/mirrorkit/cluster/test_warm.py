@@ -7,6 +7,7 @@ forked from it, joining a real MultiWorkerMirroredStrategy on loopback.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 import pytest
@@ -143,10 +144,15 @@ def test_an_idle_warm_process_ends_by_itself(fresh_warm, no_orphans, monkeypatch
     assert again.launch.startswith("forked from a new warm process")
 
 
-def test_where_forking_is_not_safe_the_run_starts_new_processes(fresh_warm, no_orphans):
-    # Asked for two OpenBLAS threads, NumPy starts a second thread as it loads: the warm
-    # process finds it after its imports and refuses to fork.
-    cluster = mk.LocalCluster(2, echo=False, env={"OPENBLAS_NUM_THREADS": "2"})
+def test_where_forking_is_not_safe_the_run_starts_new_processes(fresh_warm, no_orphans, tmp_path):
+    # A thread left running at start-up (here by a sitecustomize module, as some site set-ups
+    # and libraries do): the warm process finds it after its imports and refuses to fork.
+    (tmp_path / "sitecustomize.py").write_text(
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(3600,), daemon=True, name='site').start()\n"
+    )
+    paths = os.pathsep.join([str(tmp_path), *(p for p in sys.path if p and os.path.isdir(p))])
+    cluster = mk.LocalCluster(2, echo=False, env={"PYTHONPATH": paths})
     first = cluster.run(lineage)
     second = cluster.run(lineage)
 
