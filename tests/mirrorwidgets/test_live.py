@@ -84,6 +84,60 @@ def test_fast_steps_get_ten_updates_per_second_when_updates_are_cheap():
     assert throttle.overhead <= 0.05
 
 
+def test_charged_work_counts_against_the_budget():
+    clock = FakeClock()
+    throttle = Throttle(min_interval=0.0, budget=0.05, clock=clock)
+    throttle.start_clock()
+    throttle.charge(0.5)  # setting up, before the first step: half a second
+    clock.now = 5.0
+    assert not throttle.due()  # 0.5 s is 10% of 5 s
+    clock.now = 10.0
+    assert throttle.due()  # paid back: 5% of 10 s
+    assert throttle.overhead == pytest.approx(0.05)
+    throttle.charge(-1.0)  # nothing negative is ever credited
+    assert throttle.spent == pytest.approx(0.5)
+
+
+def test_the_step_after_an_update_is_charged_its_slowdown_at_most_the_update_cost():
+    clock = FakeClock()
+    throttle = Throttle(min_interval=0.0, budget=1.0, clock=clock)
+    for _ in range(10):
+        throttle.step_ended(0.004)  # typical steps: 4 ms, nothing charged
+    assert throttle.spent == 0.0
+    throttle.begin()
+    clock.now += 0.002
+    throttle.end()  # an update of 2 ms
+    throttle.step_ended(0.005)  # the next step took 1 ms longer: the update's doing
+    assert throttle.spent == pytest.approx(0.002 + 0.001)
+    throttle.step_ended(0.009)  # later steps are not the update's
+    assert throttle.spent == pytest.approx(0.003)
+    throttle.begin()
+    clock.now += 0.002
+    throttle.end()
+    throttle.step_ended(0.5)  # an epoch's first step, or a stalled machine: at most 2 ms
+    assert throttle.spent == pytest.approx(0.003 + 0.002 + 0.002)
+
+
+def test_the_callback_counts_its_set_up_and_reuses_the_split_probe(strategy):
+    model = _model(strategy)
+    x, y = _data(64)
+    probe = (x[:16], y[:16])
+    first = LiveTrainingCallback(probe)
+    first.set_model(model)
+    first.on_train_begin()
+    assert first.updates == 0 and first.throttle.spent > 0  # traced the probe: counted
+    assert not first.throttle.due()  # and paid back before the first update
+    again = LiveTrainingCallback((x[:16].copy(), y[:16].copy()))  # the same numbers
+    again.set_model(model)
+    again.on_train_begin()
+    assert again._batch is first._batch  # split across the replicas once
+    assert again.throttle.spent < first.throttle.spent
+    other = LiveTrainingCallback((x[16:32], y[16:32]))
+    other.set_model(model)
+    other.on_train_begin()
+    assert other._batch is not first._batch  # other numbers, another split
+
+
 def test_view_records_per_replica_values(strategy):
     view = LiveTrainingView()
     assert "no steps yet" in view.snapshot_html()
@@ -280,7 +334,7 @@ WRONG_HOOK = [
         lambda s: LiveTrainingHook(min_interval=-1),
         ValueError,
         "min_interval",
-        r">= 0 seconds, got -1: write e\.g\. min_interval=0\.08",
+        r">= 0 seconds, got -1: write e\.g\. min_interval=0\.05",
         id="a negative min_interval",
     ),
     pytest.param(

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import numbers
+import statistics
 import time
+from collections import deque
 
 
 class Throttle:
     """Say when an update is due: at most every ``min_interval`` seconds, within ``budget``.
 
-    ``budget`` is the largest fraction of wall time (since the first call) that updates may
-    use in total; an expensive update therefore pushes the next ones back instead of slowing
-    training. Callers time their update between ``begin()`` and ``end()``.
+    ``budget`` is the largest fraction of wall time (since :meth:`start_clock` or the first
+    call) that updates may use in total; an expensive update therefore pushes the next ones
+    back instead of slowing training. Callers time their update between ``begin()`` and
+    ``end()``, and :meth:`charge` whatever else their updates cost (setting up, drawing the
+    last state, a training step slowed down by the update before it): the budget counts it.
     """
 
     def __init__(self, min_interval: float, budget: float, clock=time.perf_counter):
@@ -24,6 +28,18 @@ class Throttle:
         self.last_cost = 0.0
         self.updates = 0
         self._began = 0.0
+        self._after_update = False
+        self._typical: deque[float] = deque(maxlen=32)  # recent steps no update preceded
+
+    def start_clock(self) -> None:
+        """Start counting wall time now, if not yet (before a cost that precedes any update)."""
+        if self.start is None:
+            self.start = self.clock()
+
+    def charge(self, seconds: float) -> None:
+        """Count ``seconds`` of work caused by the updates, outside ``begin()``/``end()``."""
+        self.start_clock()
+        self.spent += max(0.0, seconds)
 
     def due(self) -> bool:
         now = self.clock()
@@ -46,6 +62,23 @@ class Throttle:
         self.spent += self.last_cost
         self.last = now
         self.updates += 1
+        self._after_update = True
+
+    def step_ended(self, seconds: float) -> None:
+        """Say how long a training step took (for callers that see the steps).
+
+        The first step after an update is charged what it took beyond a typical step (the
+        median of the last 32 steps no update preceded): the update slowed it down (the
+        threads it woke, the caches it filled), so that time is the update's too.
+        """
+        if not self._after_update:
+            self._typical.append(seconds)
+            return
+        self._after_update = False
+        if self._typical:  # at most what the update itself cost: a step that took longer
+            # (the first of an epoch, a machine that stalled) was slowed by something else
+            excess = seconds - statistics.median(self._typical)
+            self.charge(min(excess, self.last_cost))
 
     @property
     def overhead(self) -> float:
@@ -72,7 +105,7 @@ def check_settings(min_interval, budget) -> None:
         TypeError: If either is not a number.
         ValueError: If ``min_interval`` is negative or ``budget`` not in (0, 1].
     """
-    settings = (("min_interval", min_interval, "0.08"), ("budget", budget, "0.05"))
+    settings = (("min_interval", min_interval, "0.05"), ("budget", budget, "0.05"))
     for name, value, example in settings:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(
@@ -82,7 +115,7 @@ def check_settings(min_interval, budget) -> None:
     if not min_interval >= 0:
         raise ValueError(
             f"min_interval must be >= 0 seconds, got {min_interval!r}: write e.g. "
-            "min_interval=0.08 (0 updates at every step)."
+            "min_interval=0.05 (0 updates at every step)."
         )
     if not 0 < budget <= 1:
         raise ValueError(budget_message(budget))
