@@ -171,7 +171,7 @@ class WarmProcess:
                 for fd in ours:  # it finds its stdin closed, its stdout without a reader
                     os.close(fd)
         if pid is None:
-            raise ConnectionError(f"the warm process ended{self.last_words()}")
+            raise ConnectionError(self.last_words().removeprefix(": ") or "no last words")
         return SupervisorHandle(
             self,
             pid,
@@ -242,8 +242,9 @@ def start_supervisor(
     current one's) and waits for its imports, at most ``timeout`` seconds.
 
     Raises:
-        WarmUnavailable: If forking is not possible or not safe here (say why; start a new
-            process instead).
+        WarmUnavailable: If forking is not possible or not safe here, or the warm process
+            ended before it could fork (it says why; start new processes instead). The
+            environment is then not tried warm again in this kernel.
         TimeoutError: If the warm process did not finish importing within ``timeout``.
     """
     global _current
@@ -264,23 +265,26 @@ def start_supervisor(
             warm = _current
         try:
             handle = warm.supervise(run_dir, timeout)
-        except WarmUnavailable as why:
-            _refused[key] = str(why)
-            with _lock:
-                warm.stop()
-                _current = None
-            raise
-        except ConnectionError:
-            if fresh or attempt:
-                raise
-            continue
-        note = (
-            f"forked from a new warm process (imported TensorFlow in {warm.import_seconds:.1f} s)"
-            if fresh
-            else "forked from the warm process"
-        )
-        return handle, note
-    raise AssertionError("unreachable")
+        except ConnectionError as ended:
+            if not (fresh or attempt):
+                continue  # it had ended by itself (idle) since the last run: start another
+            why = WarmUnavailable(f"the warm process ended before it could fork ({ended})")
+        except WarmUnavailable as refused:
+            why = refused
+        else:
+            note = (
+                "forked from a new warm process "
+                f"(imported TensorFlow in {warm.import_seconds:.1f} s)"
+                if fresh
+                else "forked from the warm process"
+            )
+            return handle, note
+        _refused[key] = str(why)  # the same environment would fail the same way
+        with _lock:
+            warm.stop()
+            _current = None
+        raise why
+    raise AssertionError("unreachable: the second attempt returns or raises")
 
 
 def stop() -> bool:

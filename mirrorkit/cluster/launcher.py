@@ -775,7 +775,7 @@ class _Session:
                 )
             except _warm.WarmUnavailable as error:
                 why = str(error)
-            except (TimeoutError, ConnectionError) as error:
+            except TimeoutError as error:
                 raise ClusterStartError(
                     f"the cluster could not start: {error}. Raise start_timeout if this "
                     "machine is just slow, or start new processes with warm=False.",

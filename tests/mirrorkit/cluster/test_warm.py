@@ -163,6 +163,25 @@ def test_where_forking_is_not_safe_the_run_starts_new_processes(fresh_warm, no_o
     assert _warm.current_pid() is None
 
 
+def test_a_warm_process_that_dies_before_forking_leaves_the_run_to_new_processes(
+    fresh_warm, no_orphans, tmp_path
+):
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "if b'mirrorkit.cluster._zygote' in open('/proc/self/cmdline', 'rb').read():\n"
+        "    sys.stderr.write('the warm process fails here\\n')\n"
+        "    os._exit(3)\n"
+    )
+    paths = os.pathsep.join([str(tmp_path), *(p for p in sys.path if p and os.path.isdir(p))])
+    run = mk.LocalCluster(2, echo=False, env={"PYTHONPATH": paths}).run(lineage)
+
+    assert run.launch == (
+        "new processes (the warm process ended before it could fork (the warm process fails here))"
+    )
+    assert [r["sum"] for r in run.results] == [2.0, 2.0]
+    assert _warm.current_pid() is None
+
+
 def test_fork_problem_names_the_threads_that_make_a_fork_unsafe():
     release = threading.Event()
     thread = threading.Thread(target=release.wait, name="held")
