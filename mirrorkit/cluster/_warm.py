@@ -171,7 +171,7 @@ class WarmProcess:
                 for fd in ours:  # it finds its stdin closed, its stdout without a reader
                     os.close(fd)
         if pid is None:
-            raise ConnectionError(self.last_words().removeprefix(": ") or "no last words")
+            raise ConnectionError(self.last_words() or "no last words")
         return SupervisorHandle(
             self,
             pid,
@@ -202,10 +202,10 @@ class WarmProcess:
             self.channel.send(json.dumps({"op": "kill", "pid": pid}).encode())
 
     def last_words(self) -> str:
-        """': ' and the last lines the warm process wrote to its stderr, if any."""
+        """The last lines the warm process wrote to its stderr, joined with " | " ("" if none)."""
         self.log.seek(0)
         lines = [line for line in self.log.read().decode(errors="replace").splitlines() if line]
-        return ": " + " | ".join(lines[-4:]) if lines else ""
+        return " | ".join(lines[-4:])
 
     def stop(self) -> None:
         """End the warm process now (its supervisors and their workers with it)."""

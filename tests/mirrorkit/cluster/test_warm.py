@@ -7,13 +7,12 @@ forked from it, joining a real MultiWorkerMirroredStrategy on loopback.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 
 import pytest
 
 import mirrorkit as mk
-from mirrorkit.cluster import _forked, _procs, _warm
+from mirrorkit.cluster import _forked, _procs, _warm, launcher
 from tests.conftest import wait_gone
 
 
@@ -66,6 +65,14 @@ def train_a_little(context):
     for i in range(4):
         step(x[16 * i : 16 * (i + 1)], y[16 * i : 16 * (i + 1)])
     return [w.tobytes() for w in model.get_weights()]
+
+
+def with_sitecustomize(folder, source: str) -> dict[str, str]:
+    """A cluster's ``env`` whose processes run ``source`` at start-up (as ``sitecustomize``)."""
+    (folder / "sitecustomize.py").write_text(source)
+    return {
+        "PYTHONPATH": os.pathsep.join([str(folder), launcher._worker_environment()["PYTHONPATH"]])
+    }
 
 
 @pytest.fixture
@@ -147,12 +154,12 @@ def test_an_idle_warm_process_ends_by_itself(fresh_warm, no_orphans, monkeypatch
 def test_where_forking_is_not_safe_the_run_starts_new_processes(fresh_warm, no_orphans, tmp_path):
     # A thread left running at start-up (here by a sitecustomize module, as some site set-ups
     # and libraries do): the warm process finds it after its imports and refuses to fork.
-    (tmp_path / "sitecustomize.py").write_text(
+    env = with_sitecustomize(
+        tmp_path,
         "import threading, time\n"
-        "threading.Thread(target=time.sleep, args=(3600,), daemon=True, name='site').start()\n"
+        "threading.Thread(target=time.sleep, args=(3600,), daemon=True, name='site').start()\n",
     )
-    paths = os.pathsep.join([str(tmp_path), *(p for p in sys.path if p and os.path.isdir(p))])
-    cluster = mk.LocalCluster(2, echo=False, env={"PYTHONPATH": paths})
+    cluster = mk.LocalCluster(2, echo=False, env=env)
     first = cluster.run(lineage)
     second = cluster.run(lineage)
 
@@ -166,14 +173,14 @@ def test_where_forking_is_not_safe_the_run_starts_new_processes(fresh_warm, no_o
 def test_a_warm_process_that_dies_before_forking_leaves_the_run_to_new_processes(
     fresh_warm, no_orphans, tmp_path
 ):
-    (tmp_path / "sitecustomize.py").write_text(
+    env = with_sitecustomize(
+        tmp_path,
         "import os, sys\n"
         "if b'mirrorkit.cluster._zygote' in open('/proc/self/cmdline', 'rb').read():\n"
         "    sys.stderr.write('the warm process fails here\\n')\n"
-        "    os._exit(3)\n"
+        "    os._exit(3)\n",
     )
-    paths = os.pathsep.join([str(tmp_path), *(p for p in sys.path if p and os.path.isdir(p))])
-    run = mk.LocalCluster(2, echo=False, env={"PYTHONPATH": paths}).run(lineage)
+    run = mk.LocalCluster(2, echo=False, env=env).run(lineage)
 
     assert run.launch == (
         "new processes (the warm process ended before it could fork (the warm process fails here))"
