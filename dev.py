@@ -13,7 +13,8 @@
     python3 dev.py test-latest  run the tests against the newest releases on the package
                                 index, ignoring the lock, and report what broke (not CI)
 
-`python3 dev.py test --jobs reference` runs only the first part (quicker while working).
+`python3 dev.py test --jobs reference` runs only the first job, `--quick` only its lint,
+doctests and unit tests; the jobs' stages run side by side, `--lanes N` at once (default 3).
 Set-up makes virtual environments (.venv for the book, .venvs/ for the other test jobs)
 pinned by requirements/*.txt, reused until a lock or pyproject file changes, and installs
 graphviz's `dot` (and, for the tests, Chromium) with apt-get when run as root. Everything
@@ -23,6 +24,7 @@ book's own logic is in bookbuild/ (README, "Developing").
 
 from __future__ import annotations
 
+import argparse
 import glob
 import hashlib
 import json
@@ -39,10 +41,12 @@ from pathlib import Path
 
 # The book's logic (stdlib-only imports at the top, like this file): see bookbuild/__init__.py.
 from bookbuild import ROOT
-from bookbuild.checks import DOCTESTED, pytest_command
+from bookbuild.checks import DOCTESTED, SUITE_PARTS, pytest_command
+from bookbuild.lanes import Stage, run_stages
 from bookbuild.manifest import load_manifest
 from bookbuild.shell import CHILD_ENV, run, say
 from bookbuild.tasks import TASKS, run_task
+from bookbuild.timing import ALLOWANCES, report
 
 VENV = ROOT / ".venv"
 VENVS = ROOT / ".venvs"
@@ -256,31 +260,47 @@ def setup(*tools: tuple[str, str, str]) -> Env:
 
 # ---------------------------------------------------------------- the test jobs (stdlib only)
 
+# Each job is a list of stages (bookbuild.lanes): its set-up, then lint, doctests, the parts of
+# the test suite (bookbuild.checks.SUITE_PARTS), nbval. Stages of every job run side by side,
+# LANES at a time; each writes its log and JUnit report to LOGS.
+LOGS = ROOT / "test-artifacts" / "test-logs"
+TMP = Path(tempfile.gettempdir()) / f"mirrorbook-test-{os.getpid()}"  # the stages' tmp_path
+TIMES = ROOT / "test-artifacts" / "test-times.json"
+LANES = 3  # the suite waits on kernels, clusters and a browser about half of the time
+UNIT_SHARDS = 2  # the unit tests are the longest part: two stages, balanced by durations.json
+# The chapters executed at other replica counts, the labs' grading and the browser tests (the
+# same JupyterLab, Chromium and built pages whatever the kernel's Python) need one job, not
+# three.
+OTHER_JOBS_SKIP = "replica_counts or grading or browser"
+# Other jobs run each chapter's "Run All" once before its solutions (tests/book/test_rerun.py);
+# running it a second time in the same kernel tests re-running, which the reference job does.
+OTHER_JOBS_ENV = {"MIRRORBOOK_RUN_ALL": "1"}
+
 
 @dataclass
 class Job:
-    """One part of `dev.py test`: what it runs, and how it went."""
+    """One part of `dev.py test`: its stages, and how they went."""
 
     name: str
     what: str
-    steps: object = None  # a callable taking no argument; None: the job cannot run here
+    stages: list[Stage] | None = None  # None: the job cannot run here
     env: Env | None = None
-    result: str = "NOT RUN"
     detail: str = ""
-    seconds: float = 0.0
     versions: str = "-"
 
-    def run(self) -> None:
-        if self.steps is None:
-            return
-        say(f"job {self.name}: {self.what}")
-        start = time.perf_counter()
-        try:
-            self.steps()
-            self.result = "passed"
-        except SystemExit as error:  # every failing step of run() says what failed
-            self.result, self.detail = "FAILED", str(error)
-        self.seconds = time.perf_counter() - start
+    @property
+    def result(self) -> str:
+        if self.stages is None:
+            return "NOT RUN"
+        return "passed" if all(s.result == "passed" for s in self.stages) else "FAILED"
+
+    @property
+    def seconds(self) -> float:
+        """From its first stage's start to its last stage's end."""
+        ran = [s for s in self.stages or () if s.seconds]
+        return max(s.started + s.seconds for s in ran) - min(s.started for s in ran) if ran else 0
+
+    def read_versions(self) -> None:
         if self.env and self.env.python.exists():
             out = subprocess.run(
                 [self.env.python, ROOT / "dev.py", "_versions"], capture_output=True, text=True
@@ -288,69 +308,79 @@ class Job:
             self.versions = out.stdout.strip() or "-"
 
 
-REFERENCE = ("_lint", "_unit", "_nbval")  # the reference job's tasks
-# The chapters executed at other replica counts, the labs' grading and the browser tests (the
-# same JupyterLab, Chromium and built pages whatever the kernel's Python) need one job, not
-# three.
-OTHER_JOBS_SKIP = ("-m", "not replica_counts and not grading and not browser")
-# Other jobs run each chapter's "Run All" once before its solutions (tests/book/test_rerun.py);
-# running it a second time in the same kernel tests re-running, which the reference job does.
-OTHER_JOBS_ENV = {"MIRRORBOOK_RUN_ALL": "1"}
+def weight(job: str, kind: str) -> float:
+    """A stage's expected seconds (its allowance): the longest start first."""
+    return ALLOWANCES.get((job, kind), max(v for (_, k), v in ALLOWANCES.items() if k == kind))
 
 
-def every(*steps) -> None:
-    """Run every step even after one fails (each failure is worth knowing); then fail."""
-    failures = []
-    for step in steps:
-        try:
-            step()
-        except SystemExit as error:
-            failures.append(str(error))
-    if failures:
-        raise SystemExit("; ".join(failures))
+def suite_stages(job: str, env: Env, parts, *, after: str, skip: str = "", **env_vars) -> list:
+    """A stage per part of the test suite (the unit tests in UNIT_SHARDS shards)."""
+    stages = []
+    for part in parts:
+        count = UNIT_SHARDS if part == "unit tests" else 1
+        for index in range(1, count + 1):
+            name = part if count == 1 else f"{part} {index}/{count}"
+            stage = Stage(job, name, print, after=(after,), weight=weight(job, part) / count)
+            args = [part, "--shard", f"{index}/{count}", *(["--skip", skip] if skip else [])]
+            args += [f"--junitxml={LOGS / stage.stem}.xml", f"--basetemp={TMP / stage.stem}"]
+            stage.action = lambda args=args: env.dev("_suite", *args, env=env_vars)
+            stages.append(stage)
+    return stages
 
 
-def test_jobs(book: Env, only: set[str] | None = None) -> list[Job]:
+def checked_stage(job: str, env: Env, name: str, task: str, *args: str, after: str, **env_vars):
+    """A stage running one dev.py task with a JUnit report (lint, doctests, nbval)."""
+    stage = Stage(job, name, print, after=(after,), weight=weight(job, name))
+    junit = [f"--junitxml={LOGS / stage.stem}.xml"] if name != "lint" else []
+    stage.action = lambda: env.dev(task, *args, *junit, env=env_vars)
+    return stage
+
+
+def test_jobs(book: Env, only: set[str] | None = None, quick: bool = False) -> list[Job]:
     """The reference job, one job per other supported Python, and the hosted (Colab) job."""
     reference = interpreter_version(book.interpreter)
-    jobs = [
-        Job(
-            "reference",
-            f"Python {reference}, lock.txt: lint, doctests, tests (each chapter run twice, "
-            "browser, book build), nbval strict",
-            lambda: (ensure_env(book), every(*(lambda t=t: book.dev(t) for t in REFERENCE))),
-            book,
-        )
+    parts = ("unit tests",) if quick else tuple(SUITE_PARTS)
+    stages = [
+        Stage(
+            "reference", "set-up", lambda: ensure_env(book), weight=weight("reference", "set-up")
+        ),
+        checked_stage("reference", book, "lint", "_lint", after="set-up"),
+        checked_stage("reference", book, "doctests", "_doctests", after="set-up"),
+        *suite_stages("reference", book, parts, after="set-up"),
     ]
-    for version in PYTHONS:
-        if version in (reference, HOSTED_PYTHON):
-            continue
-        jobs.append(
-            python_job(version, f"Python {version}, lock.txt: doctests, tests (each chapter once)")
-        )
-    jobs.append(hosted_job())
+    if not quick:
+        stages.append(checked_stage("reference", book, "nbval", "_nbval", after="set-up"))
+    what = f"Python {reference}, lock.txt: lint, doctests, tests, nbval strict"
+    jobs = [Job("reference", what if not quick else "lint, doctests, unit tests", stages, book)]
+    if not quick:
+        for version in PYTHONS:
+            if version not in (reference, HOSTED_PYTHON):
+                jobs.append(python_job(version))
+        jobs.append(hosted_job())
     for job in jobs:
         if only is not None and job.name not in only:
-            job.steps, job.detail = None, "not asked for (--jobs)"
+            job.stages, job.detail = None, "not asked for (--jobs)"
     return jobs
 
 
-def python_job(version: str, what: str) -> Job:
+def python_job(version: str) -> Job:
     name = f"python{version}"
+    what = f"Python {version}, lock.txt: doctests, tests (each chapter once)"
     interpreter, how = find_python(version)
     if interpreter is None:
         return Job(name, what, None, detail=f"Python {version}: {how}")
     env = Env(VENVS / name, interpreter, LOCK)
+    parts = [p for p in SUITE_PARTS if p in ("unit tests", "chapters")]
+    stages = [
+        Stage(name, "set-up", lambda: ensure_env(env), weight=weight(name, "set-up")),
+        checked_stage(name, env, "doctests", "_doctests", after="set-up"),
+        *suite_stages(name, env, parts, after="set-up", skip=OTHER_JOBS_SKIP, **OTHER_JOBS_ENV),
+    ]
+    return Job(name, what, stages, env)
 
-    def steps() -> None:
-        ensure_env(env)
-        env.dev("_unit", *OTHER_JOBS_SKIP, env=OTHER_JOBS_ENV)
 
-    return Job(name, what, steps, env)
-
-
-def summarize(jobs: list[Job]) -> int:
-    """Print the jobs as a table; the exit status is 1 if any job failed."""
+def summarize(jobs: list[Job], wall: float = 0.0, lanes: int = LANES) -> int:
+    """Print the jobs, the stage table and the slowest tests; 1 if any job failed."""
     rows = [("job", "Python TF Keras", "result", "time", "what")]
     for job in jobs:
         minutes = f"{job.seconds / 60:.1f} min" if job.seconds else "-"
@@ -365,8 +395,15 @@ def summarize(jobs: list[Job]) -> int:
             + row[4]
         )
     for job in jobs:
+        for stage in job.stages or ():
+            if stage.result != "passed":
+                print(f"  {stage.key}: {stage.result}: {stage.detail}")
         if job.detail:
             print(f"  {job.name}: {job.result}: {job.detail}")
+    stages = [s for job in jobs for s in job.stages or ()]
+    if any(s.seconds for s in stages):
+        report(stages, wall=wall, lanes=lanes, path=TIMES)
+        say(f"wrote {os.path.relpath(TIMES, ROOT)} (python3 bench/ci_budget.py reads it)")
     return 1 if any(job.result == "FAILED" for job in jobs) else 0
 
 
@@ -393,9 +430,11 @@ def hosted_job() -> Job:
         return Job("hosted", what, None, detail=f"Python {HOSTED_PYTHON}: {how}")
     env = Env(VENVS / "hosted", interpreter, HOSTED_LOCK, HOSTED_BASE)
 
-    def steps() -> None:
+    def set_up() -> None:
         ensure_env(env, fresh=True)  # fresh: the set-up cell must find mirrorkit missing
         env.pip("--no-deps", *COLAB_WIDGETS, constrained=False)
+
+    def execute() -> None:
         with tempfile.TemporaryDirectory(prefix="mirrorbook-hosted-") as tmp:
             source = clone_of_this_tree(Path(tmp) / "clone")
             book = Path(tmp) / "notebooks"
@@ -407,11 +446,33 @@ def hosted_job() -> Job:
                 env={"MIRRORBOOK_SOURCE": source, "PIP_CONSTRAINT": str(HOSTED_LOCK)},
             )
             check_hosted_setup(book)
-        extras = [r for p in PYPROJECTS for r in optional_requirements(p, "book", "test")]
-        env.pip(*extras)
-        env.dev("_unit", *OTHER_JOBS_SKIP, env=OTHER_JOBS_ENV)
 
-    return Job("hosted", what, steps, env)
+    def test_tools() -> None:  # after the chapters: their set-up cells must find none of it
+        env.pip(*(r for p in PYPROJECTS for r in optional_requirements(p, "book", "test")))
+
+    parts = [p for p in SUITE_PARTS if p in ("unit tests", "chapters")]
+    stages = [
+        Stage("hosted", "set-up", set_up, weight=weight("hosted", "set-up")),
+        Stage("hosted", "hosted execution", execute, after=("set-up",), weight=400),
+        Stage(
+            "hosted",
+            "set-up of the test tools",
+            test_tools,
+            after=("hosted execution",),
+            kind="set-up",
+            weight=60,
+        ),
+        checked_stage("hosted", env, "doctests", "_doctests", after="set-up of the test tools"),
+        *suite_stages(
+            "hosted",
+            env,
+            parts,
+            after="set-up of the test tools",
+            skip=OTHER_JOBS_SKIP,
+            **OTHER_JOBS_ENV,
+        ),
+    ]
+    return Job("hosted", what, stages, env)
 
 
 def optional_requirements(pyproject: Path, *extras: str) -> list[str]:
@@ -568,6 +629,28 @@ def failures_in(junit_xml: Path, label: str) -> list[str]:
 # ---------------------------------------------------------------- the commands
 
 
+def test(args: list[str], start: float) -> int:
+    """`dev.py test [--jobs A,B] [--quick] [--lanes N]`: every job's stages, side by side."""
+    parser = argparse.ArgumentParser(prog="python3 dev.py test")
+    parser.add_argument("--jobs", type=lambda text: set(text.split(",")), default=None)
+    parser.add_argument("--quick", action="store_true", help="lint, doctests, unit tests")
+    parser.add_argument("--lanes", type=int, default=LANES, help="stages at once")
+    options = parser.parse_args(args)
+    ensure_system_tools(DOT) if options.quick else ensure_system_tools(DOT, CHROMIUM)
+    jobs = test_jobs(book_env(), options.jobs, quick=options.quick)
+    shutil.rmtree(LOGS, ignore_errors=True)  # no report of an earlier run is read
+    TMP.mkdir(parents=True, exist_ok=True)
+    for job in jobs:
+        say(f"job {job.name}: {job.what}" if job.stages else f"job {job.name}: {job.detail}")
+    try:
+        run_stages([s for job in jobs for s in job.stages or ()], lanes=options.lanes, logs=LOGS)
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    for job in jobs:
+        job.read_versions()
+    return summarize(jobs, wall=time.perf_counter() - start, lanes=options.lanes)
+
+
 def main(argv: list[str]) -> None:
     command, args = (argv[1] if len(argv) > 1 else "help"), argv[2:]
     start = time.perf_counter()
@@ -585,12 +668,7 @@ def main(argv: list[str]) -> None:
     elif command == "grade":
         setup().dev("_grade", *args)
     elif command == "test":
-        only = set(args[1].split(",")) if args[:1] == ["--jobs"] and len(args) > 1 else None
-        ensure_system_tools(DOT, CHROMIUM)
-        jobs = test_jobs(book_env(), only)
-        for job in jobs:
-            job.run()
-        status = summarize(jobs)
+        status = test(args, start)
     elif command == "lock":
         lock()
     elif command == "test-latest":

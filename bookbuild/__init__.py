@@ -7,7 +7,9 @@ the test jobs. What it runs for the book lives here, one concept per module:
 - :mod:`bookbuild.cells`: the cells written into every chapter from the manifest;
 - :mod:`bookbuild.execute`: running chapters in a kernel and storing their outputs;
 - :mod:`bookbuild.jupyterbook`: Jupyter Book 1's configuration, and the HTML build;
-- :mod:`bookbuild.checks`: the commands of lint, doctests, tests and nbval;
+- :mod:`bookbuild.checks`: the commands of lint, doctests, the test suite's parts and nbval;
+- :mod:`bookbuild.lanes`: the test jobs' stages, run side by side;
+- :mod:`bookbuild.timing`: where the test command's time goes, and its budget;
 - :mod:`bookbuild.tasks`: the internal ``dev.py _...`` commands, run inside an environment;
 - :mod:`bookbuild.shell`: running a command the way every part of ``dev.py`` does.
 

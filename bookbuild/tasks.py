@@ -7,13 +7,23 @@ ruff) do the work, with the versions that environment pins.
 
 from __future__ import annotations
 
+import argparse
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 
 from bookbuild import ROOT
-from bookbuild.checks import lint_commands, nbval_commands, unit_test_commands
+from bookbuild.checks import (
+    SUITE_PARTS,
+    doctest_command,
+    lint_commands,
+    nbval_commands,
+    shards,
+    suite_command,
+)
 from bookbuild.claims import claim_changes
 from bookbuild.execute import execute_chapters
 from bookbuild.jupyterbook import build_html
@@ -28,8 +38,10 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
     ``_execute [--into FOLDER] [CHAPTER ...]`` runs chapters (all by default; with
     ``--into``, as copies in FOLDER); ``_claims --into FOLDER [CHAPTER ...]`` runs copies
     with errors allowed and prints the claims that no longer hold (exit status 1 if any);
-    ``_html`` builds the book; ``_lint``, ``_unit`` and
-    ``_nbval`` run those checks; ``_versions`` prints this environment's Python, TensorFlow
+    ``_html`` builds the book; ``_lint`` and ``_doctests`` run those checks; ``_suite
+    PART [--skip EXPR] [--shard I/K] [PYTEST-ARGUMENT ...]`` runs one part of the test suite
+    (or one of its K shards); ``_nbval [PYTEST-ARGUMENT ...]`` runs nbval on copies of the
+    chapters in a temporary folder; ``_versions`` prints this environment's Python, TensorFlow
     and Keras versions for the test summary; ``_labs [CHAPTER ...]`` writes the student
     editions and autograders (build/labs/); ``_grade CHAPTER SUBMISSION ...`` grades
     submitted notebooks and prints a score per exercise with the check's feedback.
@@ -47,7 +59,7 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
         >>> run_task("_deploy")
         Traceback (most recent call last):
         ...
-        SystemExit: [dev] no task '_deploy'; the tasks are _execute, _claims, _html, _lint, _unit, _nbval, _versions, _labs, _grade
+        SystemExit: [dev] no task '_deploy'; the tasks are _execute, _claims, _html, _lint, _doctests, _suite, _nbval, _versions, _labs, _grade
     """  # noqa: E501
     if command not in TASKS:
         raise SystemExit(f"[dev] no task {command!r}; the tasks are {', '.join(TASKS)}")
@@ -97,6 +109,28 @@ def _grade(args: list[str]) -> None:
     print(f"[dev] wrote {csv.relative_to(ROOT)}")
 
 
+def _suite(args: list[str]) -> None:
+    """One part of the test suite, or one shard of it, with pytest's other arguments."""
+    parser = argparse.ArgumentParser(prog="dev.py _suite")
+    parser.add_argument("part", choices=SUITE_PARTS)
+    parser.add_argument("--skip", default="")
+    parser.add_argument("--shard", default="1/1", help="I/K: the I-th of K shards")
+    known, extra = parser.parse_known_args(args)
+    index, count = (int(n) for n in known.shard.split("/"))
+    files = shards(count)[index - 1] if count > 1 else ["tests"]
+    run(*suite_command(known.part, files=files, skip=known.skip, extra=extra))
+
+
+def _nbval(args: list[str]) -> None:
+    """Run nbval over copies of the chapters, so what they write stays out of book/."""
+    manifest = load_manifest()
+    with tempfile.TemporaryDirectory(prefix="mirrorbook-nbval-") as folder:
+        copy = Path(folder) / manifest["source"].name
+        shutil.copytree(manifest["source"], copy, ignore=shutil.ignore_patterns("_build"))
+        chapters = [dict(c, path=copy / c["path"].name) for c in manifest["chapters"]]
+        _run_all(nbval_commands({**manifest, "chapters": chapters}, extra=args))
+
+
 def _run_all(commands: list[list[str]]) -> None:
     for command in commands:
         run(*command)
@@ -111,8 +145,9 @@ TASKS = {  # name -> function of the command-line arguments
     "_claims": _claims,
     "_html": lambda args: build_html(),
     "_lint": lambda args: _run_all(lint_commands()),
-    "_unit": lambda args: _run_all(unit_test_commands(*args)),
-    "_nbval": lambda args: _run_all(nbval_commands(load_manifest())),
+    "_doctests": lambda args: run(*doctest_command(*args)),
+    "_suite": _suite,
+    "_nbval": _nbval,
     "_versions": _versions,
     "_labs": _labs,
     "_grade": _grade,

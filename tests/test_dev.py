@@ -55,9 +55,36 @@ def test_dev_py_starts_with_the_standard_library_alone():
     assert "python3 dev.py book" in done.stdout
 
 
-def test_every_task_the_jobs_start_exists():
-    started = {*dev.REFERENCE, "_execute", "_html", "_unit", "_versions"}
-    assert started <= set(dev.TASKS)
+def test_every_task_the_jobs_start_exists(monkeypatch):
+    started = set()
+    monkeypatch.setattr(dev.Env, "dev", lambda self, task, *args, **kw: started.add(task))
+    monkeypatch.setattr(dev, "ensure_env", lambda env, **kw: None)
+    monkeypatch.setattr(dev, "clone_of_this_tree", lambda target: "git+file:///x@0")
+    monkeypatch.setattr(dev, "check_hosted_setup", lambda folder: None)
+    monkeypatch.setattr(dev.Env, "pip", lambda self, *args, **kw: None)
+    jobs = dev.test_jobs(dev.book_env())
+    for stage in [s for job in jobs for s in job.stages or ()]:
+        stage.action()
+    assert {"_lint", "_doctests", "_suite", "_nbval", "_execute"} <= started <= set(dev.TASKS)
+    assert "_versions" in dev.TASKS
+
+
+def test_every_job_runs_every_part_of_the_suite_it_can_and_quick_only_the_unit_tests():
+    jobs = {job.name: job for job in dev.test_jobs(dev.book_env())}
+    kinds = {name: {s.kind for s in job.stages or ()} for name, job in jobs.items()}
+    assert kinds["reference"] == {"set-up", "lint", "doctests", *dev.SUITE_PARTS, "nbval"}
+    assert kinds["hosted"] == {"set-up", "hosted execution", "doctests", "unit tests", "chapters"}
+    for name in set(jobs) - {"reference", "hosted"}:
+        assert jobs[name].stages is None or kinds[name] == {
+            "set-up",
+            "doctests",
+            "unit tests",
+            "chapters",
+        }
+    (quick,) = dev.test_jobs(dev.book_env(), quick=True)
+    assert {s.kind for s in quick.stages} == {"set-up", "lint", "doctests", "unit tests"}
+    only = dev.test_jobs(dev.book_env(), {"hosted"})
+    assert [job.name for job in only if job.stages] == ["hosted"]
 
 
 def _pyproject(path):
@@ -118,20 +145,27 @@ def test_the_running_interpreter_is_found_and_a_missing_one_is_named():
     assert "python3.99 on PATH" in why and "pyenv" in why
 
 
-def test_a_job_that_cannot_run_is_reported_by_name(capsys):
+def test_a_job_that_cannot_run_is_reported_by_name(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(dev, "TIMES", tmp_path / "times.json")
+    monkeypatch.setattr(dev, "LOGS", tmp_path)
     jobs = [
-        dev.Job("reference", "lint", lambda: None),
+        dev.Job("reference", "lint", [dev.Stage("reference", "lint", lambda: None)]),
         dev.Job("python3.13", "tests", None, detail="Python 3.13: no interpreter: looked at x"),
     ]
-    for job in jobs:
-        job.run()
-    assert dev.summarize(jobs) == 0
+    dev.run_stages(jobs[0].stages, lanes=1, logs=tmp_path, echo=False)
+    assert dev.summarize(jobs, wall=1.0) == 0
     out = capsys.readouterr().out
     assert "python3.13: NOT RUN: Python 3.13: no interpreter" in out
-    failing = dev.Job("hosted", "x", lambda: (_ for _ in ()).throw(SystemExit("[dev] boom")))
-    failing.run()
-    assert dev.summarize([failing]) == 1
-    assert "hosted: FAILED: [dev] boom" in capsys.readouterr().out
+    assert "where the time went" in out and "the ten slowest tests" in out
+    assert (tmp_path / "times.json").is_file()
+
+    def boom():
+        raise SystemExit("[dev] boom")
+
+    failing = dev.Job("hosted", "x", [dev.Stage("hosted", "set-up", boom)])
+    dev.run_stages(failing.stages, lanes=1, logs=tmp_path, echo=False)
+    assert dev.summarize([failing], wall=1.0) == 1
+    assert "hosted/set-up: FAILED: [dev] boom" in capsys.readouterr().out
 
 
 def test_pyenv_shims_that_refuse_are_skipped(tmp_path, monkeypatch):
@@ -139,18 +173,6 @@ def test_pyenv_shims_that_refuse_are_skipped(tmp_path, monkeypatch):
     shim.write_text("#!/bin/sh\necho 'pyenv: python3.12: command not found' >&2\nexit 127\n")
     shim.chmod(0o755)
     assert dev.interpreter_version(shim) is None
-
-
-def test_every_step_runs_even_after_one_fails():
-    ran = []
-
-    def fails(name):
-        ran.append(name)
-        raise SystemExit(f"[dev] {name} failed")
-
-    with pytest.raises(SystemExit, match=r"lint failed; \[dev\] nbval failed"):
-        dev.every(lambda: fails("lint"), lambda: ran.append("unit"), lambda: fails("nbval"))
-    assert ran == ["lint", "unit", "nbval"]
 
 
 def test_environment_yml_is_conda_forge_only_and_installs_from_the_lock():

@@ -21,14 +21,14 @@ CASES = [
 
 
 @pytest.mark.parametrize(("file", "replicas"), CASES, ids=[f"{f[:2]}-{r}" for f, r in CASES])
-def test_chapter_runs_and_its_claims_hold_at_other_replica_counts(file, replicas):
+def test_chapter_runs_and_its_claims_hold_at_other_replica_counts(file, replicas, tmp_path):
     chapter = dict(CHAPTERS[file], replicas=replicas)
     nb = nbformat.read(chapter["path"], as_version=4)
     write_generated_cells(nb, MANIFEST, chapter)  # the parameters cell now says REPLICAS = n
     nb.cells.append(nbformat.v4.new_code_cell(solutions(nb)))
     checks = [c for c in nb.cells if "exercise-check" in c.metadata.get("tags", [])]
     nb.cells.extend(nbformat.v4.new_code_cell(c.source) for c in checks)
-    with notebook_client(nb, timeout=chapter["cell_timeout"], cwd=chapter["path"].parent) as client:
+    with notebook_client(nb, timeout=chapter["cell_timeout"], cwd=tmp_path) as client:
         client.execute()  # raises CellExecutionError if a cell, or a claim's assert, fails
     verdicts = [c.outputs[-1]["data"]["text/plain"] for c in nb.cells[-len(checks) :]]
     assert verdicts and all(v.startswith("PASS") for v in verdicts), verdicts

@@ -1,0 +1,51 @@
+"""The last `python3 dev.py test` run's stages against their allowances (not a timed test).
+
+Every test run writes test-artifacts/test-times.json; this prints each job's stages with the
+seconds they took beside their allowance (bookbuild/timing.py, ALLOWANCES), the wall time
+beside its own, and the minutes kept free for the work filed next. A change that adds
+minutes shows up here in review. Exit status 1 when something is over.
+
+    python3 bench/ci_budget.py [path/to/test-times.json]
+    python3 bench/ci_budget.py --write-durations   # remake tests/durations.json
+
+The second form remakes the seconds of unit tests per test file that balance the unit-test
+shards, from the reference job's reports of the last run
+(test-artifacts/test-logs/reference--unit-tests-*.xml); a file without unit tests gets 0.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bookbuild.checks import DURATIONS  # noqa: E402
+from bookbuild.timing import RESERVED, WALL_ALLOWANCE, budget_report, file_durations  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:] == ["--write-durations"]:
+        reports = sorted((ROOT / "test-artifacts" / "test-logs").glob("reference--unit-*.xml"))
+        files = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("tests/**/test_*.py"))
+        seconds = {file: 0.0 for file in files} | file_durations(reports)  # 0: no unit test
+        DURATIONS.write_text(json.dumps(dict(sorted(seconds.items())), indent=1) + "\n")
+        print(f"wrote {DURATIONS.relative_to(ROOT)} from {len(reports)} reports")
+        return 0
+    path = Path(argv[1]) if len(argv) > 1 else ROOT / "test-artifacts" / "test-times.json"
+    if not path.is_file():
+        print(f"no stage times at {path}: run `python3 dev.py test` first")
+        return 2
+    times = json.loads(path.read_text())
+    text, within = budget_report(times)
+    print(text)
+    print(f"\nthe wall-time allowance ({WALL_ALLOWANCE / 60:.0f} min) keeps room for:")
+    for work, minutes in RESERVED.items():
+        print(f"  {minutes:4} min  {work}")
+    print(f"  {sum(RESERVED.values()) + WALL_ALLOWANCE / 60:4} min  in all (the promise: 35)")
+    print("\nwithin every allowance" if within else "\nOVER: see the rows marked OVER")
+    return 0 if within else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))

@@ -1,0 +1,171 @@
+"""Stages of the test jobs run side by side, a few at a time, each into its own log.
+
+A stage is one timed piece of a job (its set-up, lint, a part of the test suite, nbval...).
+:func:`run_stages` starts every stage whose predecessors passed, longest expected first, on
+at most ``lanes`` threads; each stage's commands write to its log file, which is printed
+whole when the stage ends, so the jobs' outputs never interleave.
+
+Example:
+    >>> import tempfile
+    >>> stages = [
+    ...     Stage("demo", "set-up", lambda: None),
+    ...     Stage("demo", "unit tests", lambda: say("testing"), after=("set-up",)),
+    ... ]
+    >>> with tempfile.TemporaryDirectory() as logs:
+    ...     done = run_stages(stages, lanes=2, logs=Path(logs), echo=False)
+    >>> [(s.name, s.result) for s in done]
+    [('set-up', 'passed'), ('unit tests', 'passed')]
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bookbuild.shell import output_to, say
+
+
+@dataclass
+class Stage:
+    """One timed piece of a job: what it runs, what it waits for, and how it went.
+
+    Attributes:
+        job: The job's name (``reference``, ``python3.13``, ``hosted``).
+        name: The stage's name within its job, unique there (``unit tests 1/2``).
+        action: Runs the stage; raises ``SystemExit`` with a message when it fails.
+        after: Names of stages of the same job that must pass first.
+        kind: What the stage tables add up (``unit tests`` for both halves); ``name``
+            without its ``n/k`` suffix by default.
+        weight: Expected seconds. Among the stages ready at once, the one that heads the
+            longest chain of expected seconds starts first.
+    """
+
+    job: str
+    name: str
+    action: Callable[[], None]
+    after: tuple[str, ...] = ()
+    kind: str = ""
+    weight: float = 0.0
+    result: str = "not run"
+    detail: str = ""
+    seconds: float = 0.0
+    started: float = 0.0
+    log: Path | None = None
+
+    def __post_init__(self) -> None:
+        self.kind = self.kind or re.sub(r" \d+/\d+$", "", self.name)
+
+    @property
+    def key(self) -> str:
+        """``job/name``, unique among every job's stages."""
+        return f"{self.job}/{self.name}"
+
+    @property
+    def stem(self) -> str:
+        """The stem of its files (log, JUnit report): ``reference--unit-tests-1-of-2``."""
+        return f"{self.job}--{self.name}".replace("/", "-of-").replace(" ", "-")
+
+
+def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True) -> list[Stage]:
+    """Run ``stages``, at most ``lanes`` at once, each after the stages it names in ``after``.
+
+    A stage whose predecessor failed does not run: its result says which one. Every stage's
+    output goes to ``logs/<job>--<name>.log``; with ``echo``, the whole log is printed when
+    the stage ends, after one line saying how it went.
+
+    Args:
+        stages: The stages, of any number of jobs.
+        lanes: How many stages may run at once (at least 1).
+        logs: The folder for the logs (made if missing).
+        echo: Print each log when its stage ends.
+
+    Returns:
+        ``stages``, each with its result, seconds and log.
+
+    Raises:
+        ValueError: If ``lanes`` is below 1 or a stage waits for one that does not exist.
+
+    Example:
+        >>> import tempfile
+        >>> def fails():
+        ...     raise SystemExit("[dev] lint failed")
+        >>> stages = [Stage("j", "lint", fails), Stage("j", "nbval", print, after=("lint",))]
+        >>> with tempfile.TemporaryDirectory() as logs:
+        ...     done = run_stages(stages, lanes=1, logs=Path(logs), echo=False)
+        >>> [(s.result, s.detail) for s in done]
+        [('FAILED', '[dev] lint failed'), ('not run', 'lint did not pass')]
+    """
+    if lanes < 1:
+        raise ValueError(f"lanes must be at least 1. Received: lanes={lanes!r}; write lanes=2.")
+    keys = {stage.key for stage in stages}
+    for stage in stages:
+        unknown = [name for name in stage.after if f"{stage.job}/{name}" not in keys]
+        if unknown:
+            raise ValueError(f"stage {stage.key} waits for {unknown}, which no stage is")
+    logs.mkdir(parents=True, exist_ok=True)
+    by_key = {stage.key: stage for stage in stages}
+    done = threading.Condition()
+    waiting, running = list(stages), set()
+    while waiting or running:
+        with done:
+            for stage in list(waiting):
+                before = [by_key[f"{stage.job}/{name}"] for name in stage.after]
+                blocked = [s.name for s in before if s.result == "FAILED" or s.detail]
+                if blocked:
+                    stage.detail = f"{blocked[0]} did not pass"
+                    waiting.remove(stage)
+            ready = [
+                s
+                for s in waiting
+                if all(by_key[f"{s.job}/{name}"].result == "passed" for name in s.after)
+            ]
+            for stage in sorted(ready, key=lambda s: -_path(s, stages))[: lanes - len(running)]:
+                waiting.remove(stage)
+                running.add(stage.key)
+                stage.result = "running"
+                # Daemon: an interrupted dev.py ends (its stages' processes got the same ^C).
+                threading.Thread(
+                    target=_run, args=(stage, logs, done, running, echo), daemon=True
+                ).start()
+            if running:
+                done.wait()
+            elif waiting:  # nothing runs and nothing can start: they wait for each other
+                for stage in waiting:
+                    stage.detail = f"waits in a cycle: {', '.join(stage.after)}"
+                waiting.clear()
+    return stages
+
+
+def _path(stage: Stage, stages: list[Stage]) -> float:
+    """The expected seconds from ``stage``'s start to the end of the longest chain after it."""
+    after = [s for s in stages if s.job == stage.job and stage.name in s.after]
+    return stage.weight + max((_path(s, stages) for s in after), default=0.0)
+
+
+def _run(stage: Stage, logs: Path, done: threading.Condition, running: set, echo: bool) -> None:
+    stage.log = logs / f"{stage.stem}.log"
+    start = stage.started = time.perf_counter()
+    try:
+        with output_to(stage.log):
+            stage.action()
+        result, detail = "passed", ""
+    except SystemExit as error:
+        result, detail = "FAILED", str(error)
+    except Exception as error:  # a bug in a stage must not stop the other jobs
+        result, detail = "FAILED", f"{type(error).__name__}: {error}"
+    seconds = time.perf_counter() - start
+    with done:
+        stage.result, stage.detail, stage.seconds = result, detail, seconds
+        try:
+            if echo:
+                say(f"{stage.job}: {stage.name} {result} in {seconds:.0f} s ({stage.log.name})")
+                print(stage.log.read_text(errors="replace"), end="", flush=True)
+                if detail:
+                    say(f"{stage.job}: {stage.name}: {detail}")
+        finally:  # whatever printing does, the loop hears that the stage ended
+            running.discard(stage.key)
+            done.notify_all()

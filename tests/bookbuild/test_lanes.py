@@ -1,0 +1,98 @@
+"""bookbuild.lanes: stages side by side, in order, each into its own log."""
+
+import threading
+import time
+
+import pytest
+
+from bookbuild.lanes import Stage, run_stages
+from bookbuild.shell import run, say
+
+
+def test_at_most_lanes_stages_run_at_once_and_each_waits_for_its_predecessors(tmp_path):
+    lock, now, most, order = threading.Lock(), [0], [0], []
+
+    def work(name):
+        def action():
+            with lock:
+                now[0] += 1
+                most[0] = max(most[0], now[0])
+                order.append(name)
+            time.sleep(0.05)
+            with lock:
+                now[0] -= 1
+
+        return action
+
+    stages = [Stage("j", "set-up", work("set-up"))]
+    stages += [Stage("j", f"part {i}/4", work(f"part {i}"), after=("set-up",)) for i in range(4)]
+    stages.append(Stage("j", "last", work("last"), after=("part 0/4", "part 3/4")))
+    run_stages(stages, lanes=2, logs=tmp_path, echo=False)
+    assert most[0] == 2
+    assert order[0] == "set-up"
+    assert order.index("last") > max(order.index("part 0"), order.index("part 3"))
+    assert all(s.result == "passed" and s.seconds > 0 for s in stages)
+    assert {s.kind for s in stages} == {"set-up", "part", "last"}
+
+
+def test_the_longest_chain_starts_first(tmp_path):
+    order = []
+    stages = [
+        Stage("a", "lint", lambda: order.append("a lint"), weight=30),
+        Stage("b", "set-up", lambda: order.append("b set-up"), weight=10),
+        Stage("b", "tests", lambda: order.append("b tests"), after=("set-up",), weight=600),
+    ]
+    run_stages(stages, lanes=1, logs=tmp_path, echo=False)
+    assert order == ["b set-up", "b tests", "a lint"]
+
+
+def test_a_failure_stops_what_waits_for_it_and_nothing_else(tmp_path):
+    def fails():
+        raise SystemExit("[dev] failed (1): pytest")
+
+    def crashes():
+        raise KeyError("bug")
+
+    stages = [
+        Stage("j", "set-up", fails),
+        Stage("j", "tests", lambda: None, after=("set-up",)),
+        Stage("j", "nbval", lambda: None, after=("tests",)),
+        Stage("k", "set-up", crashes),
+        Stage("l", "set-up", lambda: None),
+    ]
+    run_stages(stages, lanes=3, logs=tmp_path, echo=False)
+    assert [(s.key, s.result, s.detail) for s in stages] == [
+        ("j/set-up", "FAILED", "[dev] failed (1): pytest"),
+        ("j/tests", "not run", "set-up did not pass"),
+        ("j/nbval", "not run", "tests did not pass"),
+        ("k/set-up", "FAILED", "KeyError: 'bug'"),
+        ("l/set-up", "passed", ""),
+    ]
+
+
+def test_each_stage_writes_its_own_log_and_it_is_printed_whole(tmp_path, capsys):
+    def talk(word):
+        return lambda: (say(f"{word} 1"), run("sh", "-c", f"echo {word} 2; echo {word} 3 >&2"))
+
+    stages = [Stage("j", "a", talk("alpha")), Stage("j", "b/c", talk("beta"))]
+    run_stages(stages, lanes=2, logs=tmp_path, echo=True)
+    out = capsys.readouterr().out
+    for stage, word in zip(stages, ("alpha", "beta"), strict=True):
+        assert stage.log.read_text() == f"[dev] {word} 1\n{word} 2\n{word} 3\n"
+        assert f"[dev] j: {stage.name} passed in" in out
+        assert out.index(f"{word} 1") < out.index(f"{word} 2") < out.index(f"{word} 3")
+    assert stages[1].log.name == "j--b-of-c.log"
+
+
+def test_wrong_plans_are_refused_before_anything_runs(tmp_path):
+    ran = []
+    with pytest.raises(ValueError, match=r"Received: lanes=0; write lanes=2"):
+        run_stages([Stage("j", "a", lambda: ran.append(1))], lanes=0, logs=tmp_path)
+    with pytest.raises(ValueError, match=r"j/a waits for \['set-up'\], which no stage is"):
+        run_stages(
+            [Stage("j", "a", lambda: ran.append(1), after=("set-up",))], lanes=1, logs=tmp_path
+        )
+    assert ran == []
+    cycle = [Stage("j", "a", print, after=("b",)), Stage("j", "b", print, after=("a",))]
+    run_stages(cycle, lanes=1, logs=tmp_path, echo=False)
+    assert [s.detail for s in cycle] == ["waits in a cycle: b", "waits in a cycle: a"]
