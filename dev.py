@@ -272,6 +272,7 @@ UNIT_SHARDS = 2  # the unit tests are the longest part: two stages, balanced by 
 # same JupyterLab, Chromium and built pages whatever the kernel's Python) need one job, not
 # three.
 OTHER_JOBS_SKIP = "replica_counts or grading or browser"
+OTHER_JOBS_PARTS = ("unit tests", "chapters")  # the parts of SUITE_PARTS left after the skip
 # Other jobs run each chapter's "Run All" once before its solutions (tests/book/test_rerun.py);
 # running it a second time in the same kernel tests re-running, which the reference job does.
 OTHER_JOBS_ENV = {"MIRRORBOOK_RUN_ALL": "1"}
@@ -370,11 +371,12 @@ def python_job(version: str) -> Job:
     if interpreter is None:
         return Job(name, what, None, detail=f"Python {version}: {how}")
     env = Env(VENVS / name, interpreter, LOCK)
-    parts = [p for p in SUITE_PARTS if p in ("unit tests", "chapters")]
     stages = [
         Stage(name, "set-up", lambda: ensure_env(env), weight=weight(name, "set-up")),
         checked_stage(name, env, "doctests", "_doctests", after="set-up"),
-        *suite_stages(name, env, parts, after="set-up", skip=OTHER_JOBS_SKIP, **OTHER_JOBS_ENV),
+        *suite_stages(
+            name, env, OTHER_JOBS_PARTS, after="set-up", skip=OTHER_JOBS_SKIP, **OTHER_JOBS_ENV
+        ),
     ]
     return Job(name, what, stages, env)
 
@@ -450,10 +452,15 @@ def hosted_job() -> Job:
     def test_tools() -> None:  # after the chapters: their set-up cells must find none of it
         env.pip(*(r for p in PYPROJECTS for r in optional_requirements(p, "book", "test")))
 
-    parts = [p for p in SUITE_PARTS if p in ("unit tests", "chapters")]
     stages = [
         Stage("hosted", "set-up", set_up, weight=weight("hosted", "set-up")),
-        Stage("hosted", "hosted execution", execute, after=("set-up",), weight=400),
+        Stage(
+            "hosted",
+            "hosted execution",
+            execute,
+            after=("set-up",),
+            weight=weight("hosted", "hosted execution"),
+        ),
         Stage(
             "hosted",
             "set-up of the test tools",
@@ -466,7 +473,7 @@ def hosted_job() -> Job:
         *suite_stages(
             "hosted",
             env,
-            parts,
+            OTHER_JOBS_PARTS,
             after="set-up of the test tools",
             skip=OTHER_JOBS_SKIP,
             **OTHER_JOBS_ENV,

@@ -20,15 +20,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bookbuild.checks import DURATIONS  # noqa: E402
+from bookbuild.checks import DURATIONS, test_files  # noqa: E402
 from bookbuild.timing import RESERVED, WALL_ALLOWANCE, budget_report, file_durations  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
     if argv[1:] == ["--write-durations"]:
         reports = sorted((ROOT / "test-artifacts" / "test-logs").glob("reference--unit-*.xml"))
-        files = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("tests/**/test_*.py"))
-        seconds = {file: 0.0 for file in files} | file_durations(reports)  # 0: no unit test
+        seconds = {file: 0.0 for file in test_files()} | file_durations(reports)  # 0: no unit test
         DURATIONS.write_text(json.dumps(dict(sorted(seconds.items())), indent=1) + "\n")
         print(f"wrote {DURATIONS.relative_to(ROOT)} from {len(reports)} reports")
         return 0

@@ -111,6 +111,19 @@ def suite_command(part: str, *, files=("tests",), skip: str = "", extra=()) -> l
     return pytest_command(*files, "-m", selected, *extra)
 
 
+def test_files() -> list[str]:
+    """Every test file under ``tests/``, by path relative to the top folder, sorted.
+
+    Returns:
+        The paths, as text with ``/``.
+
+    Example:
+        >>> "tests/test_dev.py" in test_files()
+        True
+    """
+    return sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py"))
+
+
 def shards(count: int, durations: dict[str, float] | None = None) -> list[list[str]]:
     """Every test file under ``tests/``, cut into ``count`` shards of about equal time.
 
@@ -126,16 +139,14 @@ def shards(count: int, durations: dict[str, float] | None = None) -> list[list[s
         ``count`` lists of paths relative to the top folder; together, every test file once.
 
     Example:
-        >>> halves = shards(2)
-        >>> sorted(sum(halves, [])) == sorted(p.relative_to(ROOT).as_posix()
-        ...     for p in (ROOT / "tests").rglob("test_*.py"))
+        >>> sorted(sum(shards(2), [])) == test_files()
         True
         >>> shards(2, {"tests/test_dev.py": 900.0, "tests/test_architecture.py": 1.0})[0][0]
         'tests/test_dev.py'
     """
     if durations is None:
         durations = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
-    files = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py"))
+    files = test_files()
     known = sorted(v for v in durations.values() if v > 0)
     median = known[(len(known) - 1) // 2] if known else 1.0
     cut: list[list[str]] = [[] for _ in range(count)]

@@ -101,13 +101,12 @@ def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True
     """
     if lanes < 1:
         raise ValueError(f"lanes must be at least 1. Received: lanes={lanes!r}; write lanes=2.")
-    keys = {stage.key for stage in stages}
+    by_key = {stage.key: stage for stage in stages}
     for stage in stages:
-        unknown = [name for name in stage.after if f"{stage.job}/{name}" not in keys]
+        unknown = [name for name in stage.after if f"{stage.job}/{name}" not in by_key]
         if unknown:
             raise ValueError(f"stage {stage.key} waits for {unknown}, which no stage is")
     logs.mkdir(parents=True, exist_ok=True)
-    by_key = {stage.key: stage for stage in stages}
     done = threading.Condition()
     waiting, running = list(stages), set()
     while waiting or running:

@@ -87,30 +87,41 @@ def stage_table(rows: list[dict], *, wall: float) -> str:
         a    nbval       90   100%
         (stages side by side: 90 s of stages in 60 s, 1.0 min)
     """
-    totals: dict[tuple[str, str], float] = {}
-    for row in rows:
-        key = (row["job"], row["kind"])
-        totals[key] = totals.get(key, 0.0) + row["seconds"]
+    totals = _totals(rows)
     everything = sum(totals.values()) or 1.0
     order = {kind: i for i, kind in enumerate(KINDS)}
     jobs = list(dict.fromkeys(job for job, _ in totals))
     keys = sorted(totals, key=lambda k: (jobs.index(k[0]), order.get(k[1], len(KINDS)), k[1]))
     table = [("job", "stage", "seconds", "share")]
     table += [(j, k, f"{totals[j, k]:.0f}", f"{totals[j, k] / everything:.0%}") for j, k in keys]
-    lines = [_line(row, table) for row in table]
+    lines = _columns(table)
     lines.append(
         f"(stages side by side: {everything:.0f} s of stages in {wall:.0f} s, {wall / 60:.1f} min)"
     )
     return "\n".join(lines)
 
 
-def _line(row: tuple, table: list[tuple]) -> str:
-    widths = [max(len(r[i]) for r in table) for i in range(len(row))]
-    cells = [
-        c.ljust(w) if i < 2 else c.rjust(w)
-        for i, (c, w) in enumerate(zip(row, widths, strict=True))
+def _totals(rows: list[dict]) -> dict[tuple[str, str], float]:
+    """Seconds per (job, stage kind): the parts of one kind added together."""
+    totals: dict[tuple[str, str], float] = {}
+    for row in rows:
+        key = (row["job"], row["kind"])
+        totals[key] = totals.get(key, 0.0) + row["seconds"]
+    return totals
+
+
+def _columns(table: list[tuple]) -> list[str]:
+    """Rows of text cells as aligned lines: the first two columns left, the others right."""
+    width = max(len(row) for row in table)
+    rows = [row + ("",) * (width - len(row)) for row in table]
+    widths = [max(len(row[i]) for row in rows) for i in range(width)]
+    return [
+        "  ".join(
+            c.ljust(w) if i < 2 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
     ]
-    return "  ".join(cells).rstrip()
 
 
 def slowest_tests(reports: list[tuple[str, Path]], count: int = 10) -> list[dict]:
@@ -133,14 +144,22 @@ def slowest_tests(reports: list[tuple[str, Path]], count: int = 10) -> list[dict
         ...     slowest_tests([("reference/unit tests 1/2", report)], count=1)
         [{'stage': 'reference/unit tests 1/2', 'test': 'tests.a::t2', 'seconds': 7.0}]
     """
-    cases = []
-    for label, path in reports:
-        if not path.is_file():
-            continue
-        for case in ET.parse(path).iter("testcase"):
-            test = f"{case.get('classname')}::{case.get('name')}"
-            cases.append({"stage": label, "test": test, "seconds": float(case.get("time", 0))})
+    cases = [
+        {"stage": label, "test": f"{module}::{name}", "seconds": seconds}
+        for label, path in reports
+        for module, name, seconds in _cases(path)
+    ]
     return sorted(cases, key=lambda c: -c["seconds"])[:count]
+
+
+def _cases(report: Path) -> list[tuple[str, str, float]]:
+    """(classname, name, seconds) of each test case in a JUnit XML report; none if missing."""
+    if not report.is_file():
+        return []
+    return [
+        (case.get("classname", ""), case.get("name", ""), float(case.get("time", 0)))
+        for case in ET.parse(report).iter("testcase")
+    ]
 
 
 def file_durations(reports: list[Path]) -> dict[str, float]:
@@ -163,14 +182,10 @@ def file_durations(reports: list[Path]) -> dict[str, float]:
         {'tests/a/test_b.py': 3.5}
     """
     seconds: dict[str, float] = {}
-    for path in reports:
-        if not path.is_file():
-            continue
-        for case in ET.parse(path).iter("testcase"):
-            module = case.get("classname", "")
-            if module.startswith("tests."):  # doctests and nbval name other things
-                file = module.replace(".", "/") + ".py"
-                seconds[file] = round(seconds.get(file, 0.0) + float(case.get("time", 0)), 1)
+    for module, _, time in (case for path in reports for case in _cases(path)):
+        if module.startswith("tests."):  # doctests and nbval name other things
+            file = module.replace(".", "/") + ".py"
+            seconds[file] = round(seconds.get(file, 0.0) + time, 1)
     return dict(sorted(seconds.items()))
 
 
@@ -281,10 +296,7 @@ def budget_report(times: dict) -> tuple[str, bool]:
         >>> within
         False
     """
-    totals: dict[tuple[str, str], float] = {}
-    for row in times["stages"]:
-        key = (row["job"], row["kind"])
-        totals[key] = totals.get(key, 0.0) + row["seconds"]
+    totals = _totals(times["stages"])
     table = [("job", "stage", "seconds", "allowance")]
     within = True
     for key, seconds in totals.items():
@@ -300,6 +312,4 @@ def budget_report(times: dict) -> tuple[str, bool]:
     table.append(
         ("wall time", "", f"{times['wall']:.0f}", str(WALL_ALLOWANCE), "OVER" if over else "")
     )
-    width = max(len(row) for row in table)
-    rows = [row + ("",) * (width - len(row)) for row in table]
-    return "\n".join(_line(row, rows) for row in rows), within
+    return "\n".join(_columns(table)), within
