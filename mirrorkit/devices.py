@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mirrorkit import _gpus
-from mirrorkit._validate import require_bool, require_strategy
+from mirrorkit._validate import require_flag, require_strategy
 from mirrorkit.errors import ReplicaSetupError
 
 #: Smallest memory a logical GPU gets when a physical GPU is split into several replicas.
@@ -228,7 +228,7 @@ def plan_replicas(
             f"min_memory_mib must be at least 1, got {min_memory_mib}: write a number of MiB, "
             f"e.g. min_memory_mib={MIN_REPLICA_MEMORY_MIB}."
         )
-    require_bool("use_gpus", use_gpus, "to simulate the replicas on the CPU")
+    require_flag("use_gpus", use_gpus, effect="to simulate the replicas on the CPU")
     gpus = _gpu_list(gpus)
     count = len(gpus)
     replicas = _plural(n, "replica")
@@ -317,8 +317,8 @@ def simulate_replicas(n: int, *, use_gpus: bool = True, report: bool = True) -> 
         ('/device:CPU:0',)
     """
     _check_count(n)
-    require_bool("use_gpus", use_gpus, "to simulate the replicas on the CPU")
-    require_bool("report", report, "to print nothing")
+    require_flag("use_gpus", use_gpus, effect="to simulate the replicas on the CPU")
+    require_flag("report", report, effect="to print nothing")
 
     import tensorflow as tf
 

@@ -8,7 +8,7 @@ import random
 import sys
 
 from mirrorkit._stderr import silenced_stderr
-from mirrorkit._validate import require_bool
+from mirrorkit._validate import require_flag
 
 # TensorFlow reads these once, when it is first imported. The log level hides the
 # C++ log lines up to ERROR (real failures still reach you as Python exceptions), and
@@ -60,7 +60,7 @@ def make_reproducible(seed: int = 0, *, quiet: bool = True) -> int:
             f"seed must be between 0 and {_MAX_SEED}, got {seed}: pick a number in that range, "
             "e.g. make_reproducible(42)."
         )
-    require_bool("quiet", quiet, "to keep TensorFlow's log lines")
+    require_flag("quiet", quiet, effect="to keep TensorFlow's log lines")
     if quiet:
         os.environ.update(QUIET_ENVIRONMENT)  # whatever the shell had: outputs must repeat
 

@@ -256,7 +256,7 @@ def check_resume(
         )
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {_kind(seed)}: write seed=SEED or seed=0.")
-    timeout = require_seconds(timeout, "timeout", example="timeout=90 (seconds per run)")
+    timeout = require_seconds("timeout", timeout, write="timeout=90 (seconds per run)")
     if checkpointing is ...:
         return NOT_ATTEMPTED
     problem = _signature_problem(checkpointing)

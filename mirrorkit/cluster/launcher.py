@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mirrorkit._validate import require_bool, require_seconds
+from mirrorkit._validate import require_flag, require_seconds
 from mirrorkit.cluster import _procs, _warm, protocol as p
 from mirrorkit.cluster.events import ClusterStatus, WorkerEvent
 from mirrorkit.cluster.protocol import KillWorker
@@ -253,10 +253,10 @@ class LocalCluster:
                 f"network must be one of {NETWORKS}, got {network!r}. Clusters of several "
                 "machines are not launched from here: see mirrorkit.cluster.scaleout."
             )
-        start_timeout = require_seconds(start_timeout, "start_timeout", example="start_timeout=60")
+        start_timeout = require_seconds("start_timeout", start_timeout, write="start_timeout=60")
         if collective_timeout is not None:
             example = "collective_timeout=30"
-            require_seconds(collective_timeout, "collective_timeout", example=example)
+            require_seconds("collective_timeout", collective_timeout, write=example)
         if not isinstance(env, dict | type(None)) or any(
             not isinstance(k, str) or not isinstance(v, str) for k, v in (env or {}).items()
         ):
@@ -272,7 +272,7 @@ class LocalCluster:
         self.echo = echo
         self.env = dict(env or {})
         self.grace_seconds = require_seconds(
-            grace_seconds, "grace_seconds", example="grace_seconds=2", allow_zero=True
+            "grace_seconds", grace_seconds, write="grace_seconds=2", allow_zero=True
         )
         if logical_devices is not None and (
             isinstance(logical_devices, bool)
@@ -282,7 +282,7 @@ class LocalCluster:
             raise ValueError(f"logical_devices must be an int >= 1, got {logical_devices!r}.")
         self.logical_devices = logical_devices
         self.num_ps = _check_num_ps(num_ps, logical_devices, collective_timeout)
-        require_bool("warm", warm, "to start every process as a new Python process")
+        require_flag("warm", warm, effect="to start every process as a new Python process")
         self.warm = warm
 
     @property
@@ -464,7 +464,7 @@ class LocalCluster:
                 "collect them in a list, or on_event=view.update for a mirrorwidgets.ClusterView."
             )
         if timeout is not None:
-            require_seconds(timeout, "timeout", example="timeout=120 (or None for no limit)")
+            require_seconds("timeout", timeout, write="timeout=120 (or None for no limit)")
         if fault is not None and not isinstance(fault, KillWorker):
             raise TypeError(
                 f"fault must be a mirrorkit.KillWorker, got {_kind(fault)}: write "

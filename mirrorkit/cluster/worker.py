@@ -125,7 +125,7 @@ class WorkerContext:
             raise ValueError(f"resolver must be 'tf_config' or 'slurm', got {resolver!r}.")
         if timeout_seconds is not None:
             example = "timeout_seconds=30, or None for no limit"
-            require_seconds(timeout_seconds, "timeout_seconds", example=example)
+            require_seconds("timeout_seconds", timeout_seconds, write=example)
         if port is not None and resolver != "slurm":
             raise ValueError(
                 f"port={port!r} is used only with resolver='slurm': with TF_CONFIG, each "

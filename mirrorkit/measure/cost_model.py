@@ -860,7 +860,7 @@ class CostModel(Reported):
         fit = self._fit(algorithm)
         replicas = _replica_count(replicas, call)
         compute_s = require_seconds(
-            compute_s, "compute_s", example="compute_s=0.05 (50 ms of forward and backward pass)"
+            "compute_s", compute_s, write="compute_s=0.05 (50 ms of forward and backward pass)"
         )
         itemsize, dtype_name = _dtype(dtype)
         if (parameters is None) == (nbytes is None):

@@ -26,7 +26,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from mirrorkit._validate import require_bool
+from mirrorkit._validate import require_flag
 
 
 def _rank_one(logs: dict) -> dict:
@@ -145,7 +145,7 @@ def fit_ready(model: keras.Model, *, require_distributed: bool = True) -> FitRea
         else:
             advice = "pass the Keras model you built in strategy.scope()"
         raise TypeError(f"model must be a keras.Model, got {type(model).__name__}: {advice}.")
-    require_bool("require_distributed", require_distributed, "to try it without a strategy")
+    require_flag("require_distributed", require_distributed, effect="to try it without a strategy")
     if not model.weights:
         raise ValueError(
             "the model has no weights yet: build it inside strategy.scope() first "
