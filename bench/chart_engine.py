@@ -63,7 +63,7 @@ def loss_scale_records(steps: int) -> list[dict]:
 
 def all_reduce_benchmark(long: bool):
     """Chapter 5's sweep (3 algorithms, 2 and 4 replicas, 4 sizes) or a wide one."""
-    from mirrorkit.measure.allreduce import AllReduceBenchmark, record_from_times
+    from mirrorkit.measure.benchmark import AllReduceBenchmark, record_from_times
 
     algorithms = ["collective", "hierarchical_copy", "one_device"] + (["nccl"] if long else [])
     counts = [2, 4, 8] if long else [2, 4]
@@ -120,23 +120,30 @@ def widget_drawer(chart: str, data):
     """A function drawing the chart's SVG as the widget does (its chart module, no widget)."""
     import mirrorkit as mk
     import mirrorwidgets as mw
-    from mirrorwidgets import _benchmark_chart, _cluster_render, _scale_chart, _timeline_chart
+    from mirrorwidgets import (
+        _all_reduce_chart_render,
+        _cluster_view_render,
+        _loss_scale_render,
+        _step_timeline_render,
+    )
 
     if chart == "loss-scale":
         records = mw.LossScaleView(data).records
-        return lambda: _scale_chart.chart_svg(records, show_loss=True, max_points=1000)
+        return lambda: _loss_scale_render.chart_svg(records, show_loss=True, max_points=1000)
     if chart == "all-reduce":
         counts = sorted({r.replicas for r in data.records})
-        return lambda: _benchmark_chart.chart_svg(data.records, counts, counts, data.copy_bandwidth)
+        return lambda: _all_reduce_chart_render.chart_svg(
+            data.records, counts, counts, data.copy_bandwidth
+        )
     if chart == "step timeline":
         steps = mw.StepTimeline(data).steps
-        return lambda: _timeline_chart.timeline_svg(steps, max_points=200, y_max=None)[0]
+        return lambda: _step_timeline_render.timeline_svg(steps, max_points=200, y_max=None)[0]
     if chart == "cluster loss":
         status = mk.ClusterStatus(len(data))
         for worker, losses in enumerate(data):
             for step, loss in losses:
                 status.apply(mk.WorkerEvent(worker, "step", step=step, metrics={"loss": loss}))
-        return lambda: _cluster_render.loss_svg(status, 500)
+        return lambda: _cluster_view_render.loss_svg(status, 500)
     import tensorflow as tf
 
     view = mw.LiveTrainingView()
@@ -407,11 +414,11 @@ def code_lines(*objects) -> int:
 def svg_code_lines() -> int:
     """The widgets' chart modules (the engine and one module per chart), tables left out."""
     from mirrorwidgets import (
-        _benchmark_chart as bench,
+        _all_reduce_chart_render as bench,
         _lines_chart as lines,
+        _loss_scale_render as scale,
         _plot as plot,
-        _scale_chart as scale,
-        _timeline_chart as timeline,
+        _step_timeline_render as timeline,
     )
 
     tables = (bench.table_html, bench.skipped_html, bench.check_records)

@@ -27,7 +27,8 @@ import mirrorkit as mk
 mk.make_reproducible(0)
 mk.simulate_replicas(4)
 
-from mirrorkit.measure.allreduce import AllReduceBenchmark, benchmark_all_reduce  # noqa: E402
+from mirrorkit.measure.allreduce import benchmark_all_reduce  # noqa: E402
+from mirrorkit.measure.benchmark import AllReduceBenchmark  # noqa: E402
 from mirrorkit.measure.cost_model import fit_cost_model  # noqa: E402
 from mirrorkit.report.units import format_rate, format_seconds, format_size  # noqa: E402
 

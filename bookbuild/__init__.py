@@ -1,21 +1,7 @@
-"""bookbuild: the book's own logic, which ``dev.py`` runs but does not contain.
+"""bookbuild: the logic behind ``dev.py``, which only dispatches its commands here.
 
-``dev.py`` is the task runner: it finds interpreters, makes the virtual environments and runs
-the test jobs. What it runs for the book lives here, one concept per module:
-
-- :mod:`bookbuild.manifest`: reading and checking ``jupyter_book.toml``;
-- :mod:`bookbuild.cells`: the cells written into every chapter from the manifest;
-- :mod:`bookbuild.execute`: running chapters in a kernel and storing their outputs;
-- :mod:`bookbuild.jupyterbook`: Jupyter Book 1's configuration, and the HTML build;
-- :mod:`bookbuild.checks`: the commands of lint, doctests, the test suite's parts and nbval;
-- :mod:`bookbuild.lanes`: the test jobs' stages, run side by side;
-- :mod:`bookbuild.timing`: where the test command's time goes, and its budget;
-- :mod:`bookbuild.tasks`: the internal ``dev.py _...`` commands, run inside an environment;
-- :mod:`bookbuild.shell`: running a command the way every part of ``dev.py`` does.
-
-Every module imports only the standard library at the top, so ``dev.py`` can import the
-package before any environment exists; nbformat, nbclient and the rest are imported by the
-functions that use them, which run inside the book's environment.
+Its modules, one concept each, and why they import only the standard library at the top:
+docs/design/build.md.
 
 Example:
     >>> from bookbuild import ROOT

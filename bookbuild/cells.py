@@ -3,6 +3,10 @@
 A chapter opens with a link to itself in Colab, then a set-up cell that installs mirrorkit and
 its widgets where they are missing (Colab, Kaggle, a fresh JupyterHub), then its ``parameters``
 cell. Each is found by its cell tag and rewritten, so the manifest stays their only source.
+
+Example:
+    >>> print(parameters_source({"replicas": 2, "seed": 0}).splitlines()[1])
+    REPLICAS = 2
 """
 
 from __future__ import annotations

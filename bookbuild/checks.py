@@ -2,6 +2,10 @@
 
 Each check is given as its list of commands, data that tests can read;
 :mod:`bookbuild.tasks` runs them with the environment's Python.
+
+Example:
+    >>> list(SUITE_PARTS)
+    ['unit tests', 'chapters', 'grading', 'browser']
 """
 
 from __future__ import annotations

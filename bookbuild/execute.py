@@ -1,4 +1,10 @@
-"""Running chapters top to bottom in a kernel, and storing their outputs in the ``.ipynb``."""
+"""Running chapters top to bottom in a kernel, and storing their outputs in the ``.ipynb``.
+
+Example:
+    >>> [(chapter["file"], len(nb.cells)) for chapter, nb in execute_chapters(
+    ...     "01_strategy_scope.ipynb", into=Path("executed"))]  # doctest: +SKIP
+    [('01_strategy_scope.ipynb', 48)]
+"""
 
 from __future__ import annotations
 

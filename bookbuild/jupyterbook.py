@@ -2,6 +2,12 @@
 
 Chapters are executed before the build (:mod:`bookbuild.execute`) and stored with their
 outputs, so Jupyter Book executes nothing: what the book shows is what nbval verifies.
+
+Example:
+    >>> from bookbuild.manifest import load_manifest
+    >>> config, toc = jupyter_book_files(load_manifest())
+    >>> config["execute"]["execute_notebooks"]
+    'off'
 """
 
 from __future__ import annotations

@@ -1,30 +1,20 @@
 """Classroom labs: a student edition and an autograder for every chapter with exercises.
 
-The chapters stay the single source. Their exercises follow one format, read here:
+The chapters' exercise format, and why otter-grader: docs/design/build.md ("The labs").
+Grading the submissions is :mod:`bookbuild.grading`.
 
-- a markdown cell with ``**Exercise K.**`` and the task;
-- the cell the learner completes, tagged ``exercise-answer`` (a blank ``... # your answer``);
-- a check cell, tagged ``exercise-check``, whose last expression is a mirrorkit check's
-  :class:`~mirrorkit.CheckResult`;
-- after the summary, a ``<summary>Solutions</summary>`` block with one ```` ```python ````
-  fence whose parts start with ``# Exercise K``.
-
-From those, :func:`master_notebook` writes the notebook otter-grader's ``otter assign``
-reads (its raw ``# BEGIN QUESTION`` / ``# BEGIN SOLUTION`` / ``# BEGIN TESTS`` cells). Each
-exercise's test is its check cell turned into a function that asserts the verdict, with the
-check's message as the feedback. :func:`build_lab` runs ``otter assign``: the student
-edition keeps the prose, the blank answers, the checks and adds otter's
-``grader.check("exK")``; the autograder folder holds the answer key (the chapter with the
-solutions in place) and the zip :func:`grade` grades with, on this machine, without Docker.
-Otter-grader was chosen over nbgrader because it grades one notebook with one command and
-no course database or exchange folder, and keeps its tests inside the notebooks it makes.
+Example:
+    >>> import nbformat
+    >>> from bookbuild.manifest import load_manifest
+    >>> (chapter,) = chapters_with_exercises(load_manifest(), ["3"])
+    >>> [e.name for e in exercises(nbformat.read(chapter["path"], as_version=4))][:2]
+    ['ex1', 'ex2']
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-import json
 import re
 import shutil
 import subprocess
@@ -38,7 +28,6 @@ from bookbuild import ROOT
 LABS = ROOT / "build" / "labs"  # where `dev.py labs` writes, one folder per chapter
 ANSWER_TAG = "exercise-answer"
 CHECK_TAG = "exercise-check"
-GRADE_TIMEOUT = 1800  # seconds one submission may take to grade (chapter 6 takes ~2 min)
 OTTER = str(Path(sys.executable).parent / "otter")  # this environment's otter command
 OTTER_PIN = "otter-grader==7.0.0"  # the student edition installs this where otter is missing
 
@@ -378,82 +367,6 @@ def _finish_answer_key(key: Path) -> None:
     nbformat.write(nb, key)
 
 
-@dataclass(frozen=True)
-class Grade:
-    """A submission's grade: points and the check's feedback per exercise.
-
-    Attributes:
-        submission: The graded notebook.
-        scores: ``{"ex1": (points, possible, feedback), ...}``; feedback is empty on a pass.
-    """
-
-    submission: Path
-    scores: dict[str, tuple[float, float, str]]
-
-    @property
-    def total(self) -> tuple[float, float]:
-        """Points scored and possible, over all exercises."""
-        return (
-            sum(s for s, _, _ in self.scores.values()),
-            sum(p for _, p, _ in self.scores.values()),
-        )
-
-
-def grade(lab: Lab, submission: Path, timeout: float = GRADE_TIMEOUT) -> Grade:
-    """Grade one submitted notebook with the lab's autograder, offline and without Docker.
-
-    Runs ``otter run -a <autograder.zip> <submission>``: the submission is executed from top
-    to bottom in this environment, then every exercise's test runs against it.
-
-    Args:
-        lab: The chapter's :class:`Lab`.
-        submission: The learner's notebook.
-        timeout: Seconds the whole grading may take before it is stopped.
-
-    Returns:
-        The :class:`Grade`.
-
-    Raises:
-        subprocess.TimeoutExpired: If grading takes longer than ``timeout``.
-        subprocess.CalledProcessError: If otter fails (not a failing test: that is a score).
-    """
-    with tempfile.TemporaryDirectory(prefix="mirrorbook-grade-") as out:
-        subprocess.run(
-            [
-                OTTER,
-                "run",
-                "--no-logo",
-                "-a",
-                str(lab.autograder),
-                "-o",
-                out,
-                str(submission),
-            ],
-            check=True,
-            capture_output=True,
-            timeout=timeout,
-        )
-        results = json.loads((Path(out) / "results.json").read_text())
-    scores = {}
-    for test in results["tests"]:
-        if "score" not in test:  # otter's summary of the public tests
-            continue
-        name = test["name"].split(" - ")[0]
-        score, possible = float(test["score"]), float(test["max_score"])
-        feedback = "" if score == possible else _feedback(test.get("output", ""))
-        scores[name] = (score, possible, feedback)
-    return Grade(Path(submission), scores)
-
-
-def _feedback(output: str) -> str:
-    """The check's message from otter's output of a failed test (its AssertionError line)."""
-    found = re.findall(r"AssertionError: (.*)", output)
-    if found:
-        return found[-1].strip()
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return lines[-1] if lines else ""  # the error that stopped the test, e.g. a NameError
-
-
 def chapters_with_exercises(manifest: dict, names=()) -> list[dict]:
     """The manifest's chapters that have exercises, or those of them ``names`` picks.
 
@@ -491,75 +404,3 @@ def chapters_with_exercises(manifest: dict, names=()) -> list[dict]:
             f"[dev] no chapter with exercises is called {', '.join(unknown)}; they are: {known}."
         )
     return picked
-
-
-def grades_table(grades: list[Grade]) -> str:
-    """The grades as a text table: one row per submission and exercise, with the feedback.
-
-    Args:
-        grades: What :func:`grade` returned, one per submission.
-
-    Returns:
-        The table, ending with each submission's total.
-
-    Example:
-        >>> print(grades_table([Grade(Path("ada.ipynb"), {"ex1": (1.0, 1.0, ""),
-        ...                                              "ex2": (0.0, 1.0, "not attempted yet")})]))
-        submission  exercise  points  feedback
-        ada.ipynb   ex1       1/1     -
-        ada.ipynb   ex2       0/1     not attempted yet
-        ada.ipynb   total     1/2
-    """
-    rows = [("submission", "exercise", "points", "feedback")]
-    for result in grades:
-        name = _shown(result.submission)
-        for exercise, (score, possible, feedback) in result.scores.items():
-            rows.append((name, exercise, f"{score:g}/{possible:g}", feedback or "-"))
-        score, possible = result.total
-        rows.append((name, "total", f"{score:g}/{possible:g}", ""))
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return "\n".join(
-        "  ".join(
-            cell.ljust(width) for cell, width in zip([*row[:3], row[3]], [*widths, 0], strict=True)
-        ).rstrip()
-        for row in rows
-    )
-
-
-def _shown(path: Path) -> str:
-    """A submission's path as the teacher typed it: relative to here when it is below here."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def write_grades_csv(grades: list[Grade], path: Path) -> Path:
-    """Write one row per submission: its points per exercise and its total.
-
-    Args:
-        grades: What :func:`grade` returned, one per submission (the same lab).
-        path: The CSV file to write.
-
-    Returns:
-        ``path``.
-
-    Example:
-        >>> import tempfile
-        >>> out = Path(tempfile.mkdtemp()) / "grades.csv"
-        >>> print(write_grades_csv([Grade(Path("ada.ipynb"), {"ex1": (1.0, 1.0, "")})], out).read_text())
-        submission,ex1,total,possible
-        ada.ipynb,1,1,1
-        <BLANKLINE>
-    """  # noqa: E501
-    import csv
-
-    names = list(grades[0].scores) if grades else []
-    with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["submission", *names, "total", "possible"])
-        for result in grades:
-            points = [f"{result.scores.get(n, (0, 0, ''))[0]:g}" for n in names]
-            score, possible = result.total
-            writer.writerow([_shown(result.submission), *points, f"{score:g}", f"{possible:g}"])
-    return path

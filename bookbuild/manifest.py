@@ -1,4 +1,9 @@
-"""The book's single manifest, ``jupyter_book.toml``: read, completed and checked."""
+"""The book's single manifest, ``jupyter_book.toml``: read, completed and checked.
+
+Example:
+    >>> load_manifest()["chapters"][0]["file"]
+    '01_strategy_scope.ipynb'
+"""
 
 from __future__ import annotations
 
@@ -44,7 +49,12 @@ def load_manifest(path: Path = MANIFEST) -> dict:
     book = data["book"]
     source = folder / book.get("source", "book")
     chapters = _chapters(path, data, source)
-    _check_repository(path, book.get("repository", ""))
+    repository = book.get("repository", "")
+    if not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", repository):
+        raise SystemExit(
+            f"{path}: [book] repository must be the book's GitHub address, "
+            f"https://github.com/OWNER/NAME (Colab opens notebooks from GitHub), got {repository!r}"
+        )
     book.setdefault("branch", "main")
     return {
         "book": book,
@@ -69,11 +79,3 @@ def _chapters(path: Path, data: dict, source: Path) -> list[dict]:
     if not chapters:
         raise SystemExit(f"{path}: no [[chapters]] listed")
     return chapters
-
-
-def _check_repository(path: Path, repository: str) -> None:
-    if not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", repository):
-        raise SystemExit(
-            f"{path}: [book] repository must be the book's GitHub address, "
-            f"https://github.com/OWNER/NAME (Colab opens notebooks from GitHub), got {repository!r}"
-        )

@@ -1,4 +1,9 @@
-"""Running a command the way every part of ``dev.py`` does: from the top folder, or stop."""
+"""Running a command the way every part of ``dev.py`` does: from the top folder, or stop.
+
+Example:
+    >>> say("installing into .venv")
+    [dev] installing into .venv
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,10 @@
 ``dev.py`` makes the environments; its jobs then start ``<that environment's python> dev.py
 _name [arguments]``, so that the environment's own packages (nbclient, Jupyter Book, pytest,
 ruff) do the work, with the versions that environment pins.
+
+Example:
+    >>> sorted(TASKS)[:3]
+    ['_claims', '_doctests', '_execute']
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from bookbuild.checks import (
 )
 from bookbuild.claims import claim_changes
 from bookbuild.execute import execute_chapters
+from bookbuild.grading import grade, grades_table, write_grades_csv
 from bookbuild.jupyterbook import build_html
-from bookbuild.labs import build_lab, chapters_with_exercises, grade, grades_table, write_grades_csv
+from bookbuild.labs import build_lab, chapters_with_exercises
 from bookbuild.manifest import load_manifest
 from bookbuild.shell import run
 

@@ -17,8 +17,9 @@ Example:
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from pathlib import Path
+
+from bookbuild.junit import read_cases
 
 # The order of the stage kinds in every table.
 KINDS = (
@@ -145,21 +146,11 @@ def slowest_tests(reports: list[tuple[str, Path]], count: int = 10) -> list[dict
         [{'stage': 'reference/unit tests 1/2', 'test': 'tests.a::t2', 'seconds': 7.0}]
     """
     cases = [
-        {"stage": label, "test": f"{module}::{name}", "seconds": seconds}
+        {"stage": label, "test": f"{case.classname}::{case.name}", "seconds": case.seconds}
         for label, path in reports
-        for module, name, seconds in _cases(path)
+        for case in read_cases(path)
     ]
     return sorted(cases, key=lambda c: -c["seconds"])[:count]
-
-
-def _cases(report: Path) -> list[tuple[str, str, float]]:
-    """(classname, name, seconds) of each test case in a JUnit XML report; none if missing."""
-    if not report.is_file():
-        return []
-    return [
-        (case.get("classname", ""), case.get("name", ""), float(case.get("time", 0)))
-        for case in ET.parse(report).iter("testcase")
-    ]
 
 
 def file_durations(reports: list[Path]) -> dict[str, float]:
@@ -182,10 +173,11 @@ def file_durations(reports: list[Path]) -> dict[str, float]:
         {'tests/a/test_b.py': 3.5}
     """
     seconds: dict[str, float] = {}
-    for module, _, time in (case for path in reports for case in _cases(path)):
-        if module.startswith("tests."):  # doctests and nbval name other things
-            file = module.replace(".", "/") + ".py"
-            seconds[file] = round(seconds.get(file, 0.0) + time, 1)
+    for path in reports:
+        for case in read_cases(path):
+            if case.classname.startswith("tests."):  # doctests and nbval name other things
+                file = case.classname.replace(".", "/") + ".py"
+                seconds[file] = round(seconds.get(file, 0.0) + case.seconds, 1)
     return dict(sorted(seconds.items()))
 
 

@@ -4,40 +4,38 @@ Each import names its public name twice (``X as X``), the way a stub marks a re-
 (PEP 484); ``lazy_loader.attach_stub`` reads the same lines at run time.
 """
 
+from ._algorithms import ALL_REDUCE_ALGORITHMS as ALL_REDUCE_ALGORITHMS
+from .checks.accumulation import check_accumulation as check_accumulation
+from .checks.all_reduce_growth import check_all_reduce_growth as check_all_reduce_growth
+from .checks.all_reduce_ranking import check_all_reduce_ranking as check_all_reduce_ranking
+from .checks.clipping import check_clipping as check_clipping
 from .checks.cluster_spec import (
     check_cluster_spec as check_cluster_spec,
     check_partitioner as check_partitioner,
 )
-from .checks.equivalence import (
-    StepEquivalence as StepEquivalence,
-    WeightGradient as WeightGradient,
-    check_step_equivalence as check_step_equivalence,
-)
+from .checks.equivalence import check_step_equivalence as check_step_equivalence
 from .checks.evaluation import check_evaluation as check_evaluation
+from .checks.input_pipeline import check_input_pipeline as check_input_pipeline
 from .checks.input_preview import (
     AUTO_SHARD_POLICIES as AUTO_SHARD_POLICIES,
     InputPreview as InputPreview,
     ReplicaBatch as ReplicaBatch,
     preview_input as preview_input,
 )
-from .checks.measurement import (
-    check_all_reduce_growth as check_all_reduce_growth,
-    check_all_reduce_ranking as check_all_reduce_ranking,
+from .checks.loss_step import check_loss_step as check_loss_step
+from .checks.replica_values import (
+    check_all_reduced as check_all_reduced,
+    check_mirrored as check_mirrored,
+    check_per_replica as check_per_replica,
 )
 from .checks.restore import check_restore as check_restore
 from .checks.result import CheckResult as CheckResult
 from .checks.resume import check_resume as check_resume
-from .checks.scaling import (
-    check_accumulation as check_accumulation,
-    check_clipping as check_clipping,
+from .checks.step_equivalence import (
+    StepEquivalence as StepEquivalence,
+    WeightGradient as WeightGradient,
 )
-from .checks.verdicts import (
-    check_all_reduced as check_all_reduced,
-    check_input_pipeline as check_input_pipeline,
-    check_loss_step as check_loss_step,
-    check_mirrored as check_mirrored,
-    check_per_replica as check_per_replica,
-)
+from .cluster.cluster_run import ClusterRun as ClusterRun
 from .cluster.events import (
     EVENT_KINDS as EVENT_KINDS,
     WORKER_STATES as WORKER_STATES,
@@ -47,7 +45,6 @@ from .cluster.events import (
 )
 from .cluster.launcher import (
     NETWORKS as NETWORKS,
-    ClusterRun as ClusterRun,
     LocalCluster as LocalCluster,
     stop_warm_process as stop_warm_process,
 )
@@ -77,33 +74,29 @@ from .inspection import (
     inspect as inspect,
 )
 from .measure.allreduce import (
-    AllReduceBenchmark as AllReduceBenchmark,
-    AllReduceRecord as AllReduceRecord,
     available_algorithms as available_algorithms,
     benchmark_all_reduce as benchmark_all_reduce,
-    bus_bandwidth as bus_bandwidth,
     measure_copy_bandwidth as measure_copy_bandwidth,
 )
-from .measure.cost_model import (
-    CostModel as CostModel,
-    StepPrediction as StepPrediction,
-    fit_cost_model as fit_cost_model,
+from .measure.benchmark import (
+    AllReduceBenchmark as AllReduceBenchmark,
+    AllReduceRecord as AllReduceRecord,
+    bus_bandwidth as bus_bandwidth,
 )
+from .measure.cost_model import CostModel as CostModel, fit_cost_model as fit_cost_model
 from .measure.links import LINKS as LINKS, Link as Link
-from .measure.replay import (
-    AllReduceReplay as AllReduceReplay,
-    replay_all_reduce as replay_all_reduce,
-)
-from .measure.tracing import (
+from .measure.replay import AllReduceReplay as AllReduceReplay
+from .measure.step_prediction import StepPrediction as StepPrediction
+from .measure.step_trace import (
     StepPhases as StepPhases,
     StepTrace as StepTrace,
-    StepTracer as StepTracer,
 )
+from .measure.strategy_replay import replay_all_reduce as replay_all_reduce
+from .measure.tracing import StepTracer as StepTracer
 from .reproducibility import (
     make_reproducible as make_reproducible,
 )
 from .strategy import (
-    ALL_REDUCE_ALGORITHMS as ALL_REDUCE_ALGORITHMS,
     make_strategy as make_strategy,
 )
 from .training.keras_fit import (

@@ -1,18 +1,9 @@
 """What TensorFlow cannot tell before it starts: GPU memory, and which logical GPU is on which GPU.
 
 Everything here except :func:`read_smi` is a pure function over data, so that the
-decisions can be tested with device lists on a machine without a GPU.
-
-Two numbering facts the functions rely on:
-
-* TensorFlow's ``/physical_device:GPU:i`` is CUDA's device ``i``. CUDA numbers the
-  devices it is shown (``CUDA_VISIBLE_DEVICES``, all of them when unset) fastest first,
-  unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; ``nvidia-smi`` always numbers every GPU by PCI
-  bus. The two orders agree only with ``PCI_BUS_ID``, or when the GPUs cannot be told
-  apart anyway (same model, same memory).
-* Logical GPUs are numbered in physical order: the logical devices configured on the
-  first visible physical GPU (one when none are configured) come first, and so on;
-  a physical GPU hidden with ``tf.config.set_visible_devices`` has none.
+decisions can be tested with device lists on a machine without a GPU. The two numbering
+facts the functions rely on (CUDA's order against nvidia-smi's, and how logical GPUs are
+numbered): docs/design/core.md, "GPU numbering".
 """
 
 from __future__ import annotations

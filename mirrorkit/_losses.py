@@ -1,5 +1,7 @@
 """The per-example loss the checks compare against, from what a learner names."""
 
+from mirrorkit._validate import refuse
+
 
 def per_example_loss(loss):
     """The function ``loss(y_true, y_pred)`` returning one value per example, from a Keras
@@ -21,8 +23,10 @@ def per_example_loss(loss):
         return loss.call  # the per-example values, before any reduction
     if callable(loss):
         return loss
-    raise TypeError(
-        f"loss must be the per-example loss meant to be minimised: a Keras loss name such "
-        f"as 'mse', a keras.losses.Loss or a function loss(y_true, y_pred); got "
-        f"{type(loss).__name__}."
+    refuse(
+        "loss",
+        must="the per-example loss meant to be minimised: a Keras loss name such as 'mse', a "
+        "keras.losses.Loss or a function loss(y_true, y_pred)",
+        got=type(loss).__name__,
+        write="e.g. loss='mse'",
     )

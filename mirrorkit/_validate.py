@@ -29,9 +29,12 @@ _NO_VALUE = object()
 
 
 def describe(value) -> str:
-    """How a message shows the value it got: ``int 3``, ``the text 'x'``, ``the function f``."""
-    if isinstance(value, str):
-        return f"the text {value!r}"
+    """How a message shows a value of the wrong kind: ``str '8'``, ``the function f``.
+
+    Example:
+        >>> describe("8"), describe(len), describe(int), describe([1] * 40)[:12]
+        ("str '8'", 'the function len', 'the class int', 'list [1, 1, ')
+    """
     if inspect.isclass(value):
         return f"the class {value.__name__}"
     if inspect.isroutine(value):
@@ -55,7 +58,8 @@ def refuse(
 
     Args:
         name: The argument as the caller wrote it, e.g. ``"replicas"`` or ``"sizes[2]"``.
-        value: What was received; shown with :func:`describe` unless ``got`` says it.
+        value: What was received: shown with :func:`describe` for a TypeError (the kind is
+            wrong) and as its ``repr`` for any other error (the kind is right, the value not).
         must: What the argument must be, e.g. ``"an int of at least 1"``.
         write: How a right call reads, e.g. ``"replicas=4"``.
         error: ``TypeError`` for the wrong kind of value, ``ValueError`` for a wrong value.
@@ -65,9 +69,14 @@ def refuse(
         >>> refuse("batch", "8", must="an int", write="batch=8")
         Traceback (most recent call last):
         ...
-        TypeError: batch must be an int, got the text '8': write batch=8.
+        TypeError: batch must be an int, got str '8': write batch=8.
     """
-    shown = got if got is not None else ("nothing" if value is _NO_VALUE else describe(value))
+    if got is not None:
+        shown = got
+    elif value is _NO_VALUE:
+        shown = "nothing"
+    else:
+        shown = describe(value) if issubclass(error, TypeError) else repr(value)
     raise error(f"{name} must be {must}, got {shown}: write {write}.")
 
 
@@ -84,7 +93,7 @@ def require_flag(name: str, value, *, effect: str) -> bool:
         >>> require_flag("quiet", "no", effect="to see all")
         Traceback (most recent call last):
         ...
-        TypeError: quiet must be True or False, got the text 'no': write quiet=False to see all.
+        TypeError: quiet must be True or False, got str 'no': write quiet=False to see all.
     """
     if not isinstance(value, bool):
         refuse(name, value, must="True or False", write=f"{name}=False {effect}")
@@ -108,7 +117,7 @@ def require_count(
         >>> require_count("workers", 0, write="workers=2")
         Traceback (most recent call last):
         ...
-        ValueError: workers must be an int of at least 1, got int 0: write workers=2.
+        ValueError: workers must be an int of at least 1, got 0: write workers=2.
     """
     if whole_floats and isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -135,7 +144,7 @@ def require_number(
         >>> require_number("rate", -1, write="rate=0.1", above=0)
         Traceback (most recent call last):
         ...
-        ValueError: rate must be a number above 0, got int -1: write rate=0.1.
+        ValueError: rate must be a number above 0, got -1: write rate=0.1.
     """
     if not _is_number(value):
         refuse(name, value, must="a number", write=write)
@@ -157,7 +166,7 @@ def require_seconds(name: str, value, *, write: str, allow_zero: bool = False) -
         >>> require_seconds("timeout", "1m", write="timeout=60")
         Traceback (most recent call last):
         ...
-        TypeError: timeout must be a number of seconds, got the text '1m': write timeout=60.
+        TypeError: timeout must be a number of seconds, got str '1m': write timeout=60.
     """
     if not _is_number(value):
         refuse(name, value, must="a number of seconds", write=write)
@@ -176,7 +185,7 @@ def require_size(name: str, value, *, write: str, minimum: int = 1, multiple_of:
         >>> require_size("size", "6B", write="size=8", multiple_of=4)
         Traceback (most recent call last):
         ...
-        ValueError: size must be a multiple of 4 bytes, got the text '6B' (6 bytes): write size=8.
+        ValueError: size must be a multiple of 4 bytes, got '6B' (6 bytes): write size=8.
     """
     from mirrorkit.report.units import parse_size
 
@@ -186,7 +195,7 @@ def require_size(name: str, value, *, write: str, minimum: int = 1, multiple_of:
         refuse(name, value, must="a number of bytes or text such as '4KiB'", write=write)
     except ValueError as error:
         refuse(name, value, must=f"a size ({error})", write=write, error=ValueError)
-    got = f"{describe(value)} ({nbytes} bytes)" if isinstance(value, str) else None
+    got = f"{value!r} ({nbytes} bytes)" if isinstance(value, str) else None
     if nbytes < minimum:
         must = f"at least {minimum} bytes"
         refuse(name, value, must=must, write=write, error=ValueError, got=got)
@@ -203,7 +212,7 @@ def require_replicas(name: str, value, *, available: int | None = None, write: s
         >>> require_replicas("n", 8, available=4, write="n=4")
         Traceback (most recent call last):
         ...
-        ValueError: n must be at most 4 (the devices there are), got int 8: write n=4.
+        ValueError: n must be at most 4 (the devices there are), got 8: write n=4.
     """
     value = require_count(name, value, write=write)
     if available is not None and value > available:
@@ -219,7 +228,7 @@ def require_choice(name: str, value, choices: Iterable, *, write: str | None = N
         >>> require_choice("policy", "FILES", ["AUTO", "DATA"])
         Traceback (most recent call last):
         ...
-        ValueError: policy must be one of 'AUTO', 'DATA', got the text 'FILES': write policy='AUTO'.
+        ValueError: policy must be one of 'AUTO', 'DATA', got 'FILES': write policy='AUTO'.
     """
     options = list(choices)
     if not any(value == option and type(value) is type(option) for option in options):
@@ -237,7 +246,7 @@ def require_text(name: str, value, *, write: str) -> str:
         >>> require_text("name", "", write="name='run-1'")
         Traceback (most recent call last):
         ...
-        ValueError: name must be text that is not empty, got the text '': write name='run-1'.
+        ValueError: name must be text that is not empty, got '': write name='run-1'.
     """
     if not isinstance(value, str):
         refuse(name, value, must="text", write=write)
@@ -287,7 +296,7 @@ def require_items(name: str, value, *, write: str, allow_empty: bool = False) ->
         >>> require_items("sizes", [], write="sizes=[4096]")
         Traceback (most recent call last):
         ...
-        ValueError: sizes must be a list that is not empty, got list []: write sizes=[4096].
+        ValueError: sizes must be a list that is not empty, got []: write sizes=[4096].
     """
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         refuse(name, value, must="a list", write=write)
@@ -325,9 +334,139 @@ def require_strategy(strategy, call: str) -> None:
             f"(strategy = mk.make_strategy()), then call {call}."
         )
     got = type(strategy).__name__
-    if inspect.isroutine(strategy) or isinstance(strategy, str):
+    if isinstance(strategy, str):
+        got = f"the text {strategy!r}"
+    elif inspect.isroutine(strategy):
         got = describe(strategy)
     raise TypeError(
         f"strategy must be a tf.distribute.Strategy, got {got}: create one with "
         f"strategy = mk.make_strategy() and call {call}."
     )
+
+
+def require_numbers(name: str, value, *, write: str):
+    """``value`` as a NumPy array of numbers (one number too), or a TypeError.
+
+    Example:
+        >>> require_numbers("expected", [1, 2], write="expected=3.0")
+        array([1, 2])
+        >>> require_numbers("expected", "0", write="expected=3")
+        Traceback (most recent call last):
+        ...
+        TypeError: expected must be a number or an array of numbers, got str '0': write expected=3.
+    """
+    import numpy as np
+
+    try:
+        array = np.asarray(value)
+    except ValueError:  # ragged nesting
+        array = np.asarray(None)
+    if array.dtype.kind not in "biuf":
+        got = f"{type(value).__name__} {value!r}"  # the type, even for text: '0' is no number
+        refuse(name, value, must="a number or an array of numbers", write=write, got=got)
+    return array
+
+
+def require_whole(name: str, value, *, write: str, minimum: int = 0) -> int:
+    """``value`` as an int (NumPy's too, never a bool or a float) of at least ``minimum``.
+
+    Example:
+        >>> require_whole("epochs", 2.0, write="epochs=2")
+        Traceback (most recent call last):
+        ...
+        TypeError: epochs must be a whole number, got float 2.0: write epochs=2.
+        >>> require_whole("epochs", 0, write="epochs=2", minimum=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: epochs must be 1 or more, got 0: write epochs=2.
+    """
+    import operator
+
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        got = f"{type(value).__name__} {value!r}"
+        refuse(name, value, must="a whole number", write=write, got=got)
+    if value < minimum:
+        must = f"{minimum} or more"
+        refuse(name, value, must=must, write=write, error=ValueError, got=str(value))
+    return operator.index(value)
+
+
+def _leaves(structure) -> list:
+    """The arrays of a nested batch part, dict values in key order (as ``tf.nest`` walks)."""
+    if isinstance(structure, Mapping):
+        return [leaf for key in sorted(structure) for leaf in _leaves(structure[key])]
+    if isinstance(structure, tuple | list):
+        return [leaf for item in structure for leaf in _leaves(item)]
+    return [structure]
+
+
+_TEXT_FIXES = {
+    "x": "keras.layers.StringLookup, to turn the text into numbers before the check",
+    "y": "classes, y = np.unique(y, return_inverse=True), to map the labels to class ids first",
+}
+
+
+def require_batch(name: str, value, *, write: str) -> tuple:
+    """``(x, y, examples)`` from one batch ``(x, y)`` of number arrays with one row per example.
+
+    ``x`` and ``y`` may be nested (a dict of features); every array needs as many rows.
+
+    Example:
+        >>> import numpy as np
+        >>> require_batch("batch", (np.ones((4, 2)), np.zeros(4)), write="batch=(x, y)")[2]
+        4
+        >>> require_batch("batch", np.ones(3), write="batch=(x[:8], y[:8])")
+        Traceback (most recent call last):
+        ...
+        TypeError: batch must be one global batch (x, y), a pair of NumPy arrays with one row per example, got a ndarray: write batch=(x[:8], y[:8]).
+    """  # noqa: E501 - a doctest's expected line
+    import numpy as np
+
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        got = f"a {type(value).__name__}"
+        got += f" of {len(value)} items" if isinstance(value, tuple | list) else ""
+        must = "one global batch (x, y), a pair of NumPy arrays with one row per example"
+        refuse(name, value, must=must, write=write, got=got)
+    rows = []
+    for part in value:
+        leaves = _leaves(part)
+        lengths = {int(np.shape(leaf)[0]) if np.ndim(leaf) else -1 for leaf in leaves}
+        if len(lengths) != 1 or -1 in lengths:
+            must = "arrays with one row per example, and the same number of rows"
+            got = f"shapes {[np.shape(leaf) for leaf in leaves]}"
+            refuse(name, value, must=must, write=write, error=ValueError, got=got)
+        rows.append(lengths.pop())
+    if rows[0] != rows[1]:
+        got = f"{rows[1]} rows (x has {rows[0]} examples but y has {rows[1]})"
+        fewer = f"{name}=(x[:{min(rows)}], y[:{min(rows)}])"
+        refuse("y", value, must="as long as x", write=fewer, error=ValueError, got=got)
+    if rows[0] == 0:
+        must = "a batch of at least one example"
+        refuse(name, value, must=must, write=write, error=ValueError, got="an empty batch")
+    for part, structure in zip("xy", value, strict=True):
+        for leaf in _leaves(structure):
+            array = np.asarray(leaf)
+            if array.dtype.kind in "OSU":
+                first = array.reshape(-1)[0] if array.size else ""
+                first = first.decode() if isinstance(first, bytes) else str(first)
+                got = f"text ({part} holds text such as {first!r})"
+                must = "numbers: the model and the loss take numbers"
+                refuse(part, value, must=must, write=_TEXT_FIXES[part], got=got)
+    return value[0], value[1], rows[0]
+
+
+def require_address(name: str, value, *, write: str) -> str:
+    """``value`` if it is a ``'host:port'`` string with a numeric port, or a TypeError.
+
+    Example:
+        >>> require_address("chief", "10.0.0.1:2222", write="chief='10.0.0.1:2222'")
+        '10.0.0.1:2222'
+        >>> require_address("ps", "10.0.0.4", write="ps=['10.0.0.4:2222']")
+        Traceback (most recent call last):
+        ...
+        TypeError: ps must be a 'host:port' string, got str '10.0.0.4': write ps=['10.0.0.4:2222'].
+    """  # noqa: E501 - a doctest's expected line
+    host, _, port = value.rpartition(":") if isinstance(value, str) else ("", "", "")
+    if not host or not port.isdigit():
+        refuse(name, value, must="a 'host:port' string", write=write)
+    return value

@@ -1,4 +1,10 @@
-"""Replicas on any machine: whole GPUs, GPUs split into logical GPUs, or logical CPU devices."""
+"""Replicas on any machine: whole GPUs, GPUs split into logical GPUs, or logical CPU devices.
+
+Example:
+    >>> import mirrorkit as mk
+    >>> mk.plan_replicas(2, [("Tesla T4", 15360)]).kind
+    'logical_gpus'
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mirrorkit import _gpus
-from mirrorkit._validate import require_flag, require_strategy
+from mirrorkit._validate import refuse, require_flag, require_strategy
 from mirrorkit.errors import ReplicaSetupError
 
 #: Smallest memory a logical GPU gets when a physical GPU is split into several replicas.
@@ -66,12 +72,11 @@ class ReplicaPlan:
         return tuple(f"/device:{device}:{i}" for i in range(self.replicas))
 
 
-def _check_count(n, call: str = "simulate_replicas") -> None:
+def _replica_count(n, call: str = "simulate_replicas") -> int:
+    """``n`` if it is a replica count from 1 to ``MAX_REPLICAS``, or a refusal naming ``call``."""
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(
-            f"n must be an int number of replicas, got {type(n).__name__} {n!r}; "
-            f"for example {call}(4)."
-        )
+        got = f"{type(n).__name__} {n!r}"
+        refuse("n", must="an int number of replicas", got=got, write=f"e.g. {call}(4)")
     if n < 1:
         raise ValueError(
             f"n must be at least 1 replica, got {n}: ask for 1 or more, e.g. {call}(4)."
@@ -82,30 +87,34 @@ def _check_count(n, call: str = "simulate_replicas") -> None:
             "device with its own memory and threads, and every lesson shows the same with "
             f"2 to 8. Ask for at most {MAX_REPLICAS}."
         )
+    return n
 
 
 def _gpu_list(gpus) -> list[tuple[str | None, int | None]]:
     """``gpus`` as a list of (name, MiB) pairs, or a sentence saying how to write it."""
     example = "gpus=[('Tesla T4', 15360)], one (name, memory in MiB) pair per GPU"
     if isinstance(gpus, str | bytes | Mapping) or not isinstance(gpus, Iterable):
-        raise TypeError(
-            f"gpus must be a list of pairs, got {type(gpus).__name__}: write {example}."
-        )
+        refuse("gpus", must="a list of pairs", got=type(gpus).__name__, write=example)
     pairs = list(gpus)
     if pairs and len(pairs) == 2 and isinstance(pairs[0], str) and not isinstance(pairs[1], str):
-        raise TypeError(
-            f"gpus must be a list of pairs, got the single pair {tuple(pairs)!r}: write "
-            f"gpus=[{tuple(pairs)!r}] for one GPU."
+        got = f"the single pair {tuple(pairs)!r}"
+        refuse(
+            "gpus", must="a list of pairs", got=got, write=f"gpus=[{tuple(pairs)!r}] for one GPU"
         )
     result = []
     for pair in pairs:
         if isinstance(pair, str) or not isinstance(pair, Sequence) or len(pair) != 2:
-            raise TypeError(f"gpus holds {pair!r}, not a (name, memory) pair: write {example}.")
+            got = f"a list that holds {pair!r}, not a (name, memory) pair"
+            refuse("gpus", must="a list of (name, memory) pairs", got=got, write=example)
         name, memory = pair
         if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int)):
-            raise TypeError(
-                f"gpus holds {pair!r}: the memory must be an int number of MiB or None when "
-                f"unknown, got {type(memory).__name__} {memory!r}; write e.g. ({name!r}, 15360)."
+            refuse(
+                "gpus",
+                must="a list of (name, memory) pairs, the memory an int number of MiB or None "
+                "when unknown",
+                got=f"a list that holds {pair!r}, whose memory is {type(memory).__name__} "
+                f"{memory!r}",
+                write=f"e.g. ({name!r}, 15360)",
             )
         result.append((name, memory))
     return result
@@ -217,30 +226,31 @@ def plan_replicas(
         of at least 1024 MiB each (90% of its memory is usable); the GPU is hidden from
         TensorFlow in this process
     """
-    _check_count(n, "plan_replicas")
+    _replica_count(n, "plan_replicas")
+    write = f"a number of MiB, e.g. min_memory_mib={MIN_REPLICA_MEMORY_MIB}"
     if isinstance(min_memory_mib, bool) or not isinstance(min_memory_mib, int):
-        raise TypeError(
-            f"min_memory_mib must be an int, got {min_memory_mib!r}: write a number of MiB, "
-            f"e.g. min_memory_mib={MIN_REPLICA_MEMORY_MIB}."
-        )
+        refuse("min_memory_mib", must="an int", got=repr(min_memory_mib), write=write)
     if min_memory_mib < 1:
-        raise ValueError(
-            f"min_memory_mib must be at least 1, got {min_memory_mib}: write a number of MiB, "
-            f"e.g. min_memory_mib={MIN_REPLICA_MEMORY_MIB}."
-        )
+        got = str(min_memory_mib)
+        refuse("min_memory_mib", must="at least 1", got=got, write=write, error=ValueError)
     require_flag("use_gpus", use_gpus, effect="to simulate the replicas on the CPU")
     gpus = _gpu_list(gpus)
     count = len(gpus)
     replicas = _plural(n, "replica")
     on_cpus = f"{replicas} on {_plural(n, 'logical CPU device')}"
     if not gpus:
-        return ReplicaPlan(n, "cpus", (), None, f"{on_cpus} (this machine has no GPU)")
+        message = f"{on_cpus} (this machine has no GPU)"
+        return ReplicaPlan(
+            replicas=n, kind="cpus", split=(), memory_limit_mib=None, message=message
+        )
 
     every_gpu = "the GPU is" if count == 1 else f"the {count} GPUs are"
 
     def on_the_cpu(why: str) -> ReplicaPlan:
         message = f"{on_cpus}{why}; {every_gpu} hidden from TensorFlow in this process"
-        return ReplicaPlan(n, "cpus", (0,) * count, None, message)
+        return ReplicaPlan(
+            replicas=n, kind="cpus", split=(0,) * count, memory_limit_mib=None, message=message
+        )
 
     if not use_gpus:
         return on_the_cpu(" (use_gpus=False)")
@@ -248,7 +258,10 @@ def plan_replicas(
         where = _plural(n, "GPU") if n == count else f"{n} of the {count} GPUs"
         message = f"{replicas} on {where}: {_gpu_runs([name for name, _ in gpus[:n]])}"
         message += _hidden(range(n, count))
-        return ReplicaPlan(n, "gpus", (1,) * n + (0,) * (count - n), None, message)
+        split = (1,) * n + (0,) * (count - n)
+        return ReplicaPlan(
+            replicas=n, kind="gpus", split=split, memory_limit_mib=None, message=message
+        )
 
     labels = [_gpu(i, name, memory) for i, (name, memory) in enumerate(gpus)]
     described = " and ".join([", ".join(labels[:-1]), labels[-1]] if count > 1 else labels)
@@ -278,7 +291,9 @@ def plan_replicas(
     message = f"{replicas} on {n} logical GPUs{':' if len(used) == 1 else ''} {where}"
     too_small = f" (less than {min_memory_mib} MiB usable)"
     message += _hidden([i for i, k in enumerate(split) if not k], too_small)
-    return ReplicaPlan(n, "logical_gpus", split, limit, message)
+    return ReplicaPlan(
+        replicas=n, kind="logical_gpus", split=split, memory_limit_mib=limit, message=message
+    )
 
 
 def simulate_replicas(n: int, *, use_gpus: bool = True, report: bool = True) -> tuple[str, ...]:
@@ -316,7 +331,7 @@ def simulate_replicas(n: int, *, use_gpus: bool = True, report: bool = True) -> 
         1 replica on 1 logical CPU device (this machine has no GPU)
         ('/device:CPU:0',)
     """
-    _check_count(n)
+    _replica_count(n)
     require_flag("use_gpus", use_gpus, effect="to simulate the replicas on the CPU")
     require_flag("report", report, effect="to print nothing")
 

@@ -1,4 +1,10 @@
-"""Errors raised by mirrorkit, each saying what happened and what to do."""
+"""Errors raised by mirrorkit, each saying what happened and what to do.
+
+Example:
+    >>> import mirrorkit as mk
+    >>> issubclass(mk.WorkerFailedError, mk.ClusterError)
+    True
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
 """The end of a hosted notebook's set-up (Colab and the like): `dot`, and a restart if needed.
 
-Every chapter's first code cell installs mirrorkit and mirrorbook-widgets with pip where they
-are missing, then calls :func:`finish_setup`. Two things can still stand in a learner's way
-after pip: graphviz's ``dot`` program (a system package pip cannot install), and a package
-that pip replaced although the running kernel had already imported it (Python keeps the old
-copy in memory until the kernel restarts, so the two versions would mix).
+Why these two steps remain after pip: docs/design/core.md, "Hosted notebooks".
+
+Example:
+    >>> from mirrorkit.hosted import replaced_in_memory
+    >>> replaced_in_memory({"numpy": "2.0.2"}, {"numpy": "2.1.0"}, ["numpy"], {"numpy": ["numpy"]})
+    [('numpy', '2.0.2', '2.1.0')]
 """
 
 from __future__ import annotations

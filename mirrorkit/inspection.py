@@ -1,4 +1,11 @@
-"""Turn any distributed value into a small table: one row per replica (or per weight)."""
+"""Turn any distributed value into a small table: one row per replica (or per weight).
+
+Example:
+    >>> import tensorflow as tf
+    >>> import mirrorkit as mk
+    >>> len(mk.inspect(tf.constant([1.0, 2.0])).rows)
+    1
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mirrorkit._validate import refuse
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import short_device, summarize
 
@@ -37,7 +45,8 @@ class ReplicaRow:
 
     Example:
         >>> from mirrorkit import ReplicaRow
-        >>> row = ReplicaRow("", "PerReplica", 0, "CPU:0", "float32", (), "1.5", None)
+        >>> row = ReplicaRow(name="", kind="PerReplica", replica=0, device="CPU:0",
+        ...                  dtype="float32", shape=(), summary="1.5", in_sync=None)
         >>> row.device
         'CPU:0'
     """
@@ -163,17 +172,20 @@ def inspect(value, *, atol: float = 0.0) -> ReplicaTable:
     import tensorflow as tf
 
     if isinstance(atol, bool) or not isinstance(atol, int | float):
-        raise TypeError(
-            f"atol must be a number, got {type(atol).__name__} {atol!r}: write e.g. atol=1e-6."
+        refuse(
+            "atol", must="a number", got=f"{type(atol).__name__} {atol!r}", write="e.g. atol=1e-6"
         )
     if not atol >= 0:
-        raise ValueError(f"atol must be >= 0, got {atol}: write e.g. atol=1e-6, or 0.0 for exact.")
+        write = "e.g. atol=1e-6, or 0.0 for exact"
+        refuse("atol", must=">= 0", got=str(atol), write=write, error=ValueError)
     if isinstance(value, keras.Model):
         return _inspect_model(value, atol)
     if isinstance(value, list | tuple) and value and all(_plain_number(v) for v in value):
-        raise TypeError(
-            f"value is a {type(value).__name__} of plain numbers, not a TensorFlow value: "
-            f"wrap it first, mk.inspect(tf.constant({list(value)!r}))."
+        refuse(
+            "value",
+            must="a TensorFlow value",
+            got=f"a {type(value).__name__} of plain numbers",
+            write=f"mk.inspect(tf.constant({list(value)!r})), to wrap it first",
         )
     if isinstance(value, Mapping | list | tuple) and not isinstance(value, tf.Tensor):
         items = _flatten(value, "")
@@ -183,9 +195,9 @@ def inspect(value, *, atol: float = 0.0) -> ReplicaTable:
                 "or result of strategy.run."
             )
         rows = tuple(row for name, item in items for row in _rows(item, name, atol))
-        return ReplicaTable(f"{len(items)} values", rows)
+        return ReplicaTable(title=f"{len(items)} values", rows=rows)
     rows = _rows(value, "", atol)
-    return ReplicaTable(_title(value, rows), rows, _notes(value, rows))
+    return ReplicaTable(title=_title(value, rows), rows=rows, notes=_notes(value, rows))
 
 
 def _plain_number(value) -> bool:
@@ -370,4 +382,4 @@ def _inspect_model(model, atol: float) -> ReplicaTable:
         )
     kinds = sorted({row.kind for row in rows})
     title = f"Keras model {model.name!r}: {len(rows)} weights, {', '.join(kinds)}"
-    return ReplicaTable(title, tuple(rows), ("value: replica 0's copy",))
+    return ReplicaTable(title=title, rows=tuple(rows), notes=("value: replica 0's copy",))

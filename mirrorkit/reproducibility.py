@@ -1,4 +1,10 @@
-"""One call that makes a notebook repeatable and keeps TensorFlow's log noise out of it."""
+"""One call that makes a notebook repeatable and keeps TensorFlow's log noise out of it.
+
+Example:
+    >>> import mirrorkit as mk
+    >>> mk.make_reproducible(7)
+    7
+"""
 
 from __future__ import annotations
 

@@ -1,27 +1,19 @@
-"""A real ``tf.distribute.MirroredStrategy``, with its all-reduce chosen by name."""
+"""A real ``tf.distribute.MirroredStrategy``, with its all-reduce chosen by name.
+
+Example:
+    >>> import mirrorkit as mk
+    >>> mk.make_strategy("one_device").num_replicas_in_sync >= 1
+    True
+"""
 
 from __future__ import annotations
 
-from mirrorkit import _gpus
-from mirrorkit.errors import AllReduceUnavailableError
+from typing import NoReturn
 
-#: Readable all-reduce names -> what each one does.
-ALL_REDUCE_ALGORITHMS: dict[str, str] = {
-    "collective": (
-        "TensorFlow's default for MirroredStrategy: collective all-reduce ops "
-        "(a ring on CPUs, and on GPUs when logical GPUs outnumber physical ones because "
-        "a GPU is split; NCCL when every replica is a whole physical GPU)."
-    ),
-    "one_device": (
-        "tf.distribute.ReductionToOneDevice: copy every replica's value to one device, "
-        "reduce there, copy the result back."
-    ),
-    "hierarchical_copy": (
-        "tf.distribute.HierarchicalCopyAllReduce: reduce within groups of devices, then "
-        "across groups (designed for 8-GPU machines)."
-    ),
-    "nccl": "tf.distribute.NcclAllReduce: NVIDIA's NCCL library; GPUs only.",
-}
+from mirrorkit import _gpus
+from mirrorkit._algorithms import ALL_REDUCE_ALGORITHMS
+from mirrorkit._validate import refuse
+from mirrorkit.errors import AllReduceUnavailableError
 
 # Class name of a MirroredStrategy's cross-device ops -> its name in ALL_REDUCE_ALGORITHMS.
 _BY_CLASS = {
@@ -76,22 +68,29 @@ def make_strategy(all_reduce: str = "collective", devices=None):
         >>> type(strategy).__name__
         'MirroredStrategy'
     """
-    _check_all_reduce(all_reduce)
+    if not isinstance(all_reduce, str) or all_reduce not in ALL_REDUCE_ALGORITHMS:
+        _refuse_all_reduce(all_reduce)
 
     import tensorflow as tf
 
     if devices is None:
         gpus = tf.config.list_logical_devices("GPU")
         devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
-    devices = _checked_devices(tf, devices)
-    if all_reduce == "nccl":
-        _require_nccl(tf, devices)
+    devices = _device_names(tf, devices)
+    if all_reduce == "nccl" and (reason := _nccl_unavailable_reason(tf, devices)):
+        raise AllReduceUnavailableError(
+            f"NCCL all-reduce cannot run here: {reason}. Use all_reduce='collective' (the "
+            "default) or 'one_device' instead."
+        )
     if all_reduce == "hierarchical_copy" and len(devices) % 2 and len(devices) > 1:
-        raise ValueError(
-            f"hierarchical_copy on {len(devices)} devices would leave {devices[-1]}'s values out "
-            f"of every sum, without an error: TensorFlow's HierarchicalCopyAllReduce splits the "
-            f"devices into two groups of {len(devices) // 2}, and the last one is in neither. "
-            "Pass an even number of devices, or use all_reduce='collective'."
+        refuse(
+            "devices",
+            must="an even number of devices for hierarchical_copy",
+            got=f"{len(devices)} devices, which would leave {devices[-1]}'s values out of every "
+            "sum, without an error (TensorFlow's HierarchicalCopyAllReduce splits the devices "
+            f"into two groups of {len(devices) // 2}, and the last one is in neither)",
+            write="an even number of devices, or all_reduce='collective'",
+            error=ValueError,
         )
 
     key = (devices, all_reduce)
@@ -119,93 +118,114 @@ def all_reduce_name(strategy) -> str | None:
     return _BY_CLASS.get(type(strategy.extended._cross_device_ops).__name__)
 
 
-def _check_all_reduce(all_reduce) -> None:
-    """``all_reduce`` must be one of the names; say how to write it otherwise."""
+def _refuse_all_reduce(all_reduce) -> NoReturn:
+    """Refuse an ``all_reduce`` that is not one of the names, saying how to write it."""
     known = ", ".join(repr(name) for name in ALL_REDUCE_ALGORITHMS)
     if isinstance(all_reduce, str):
-        if all_reduce in ALL_REDUCE_ALGORITHMS:
-            return
         close = all_reduce.strip().lower().replace("-", "_").replace(" ", "_")
         hint = f" (did you mean {close!r}?)" if close in ALL_REDUCE_ALGORITHMS else ""
-        raise ValueError(f"unknown all_reduce {all_reduce!r}{hint}; choose one of {known}.")
+        got = f"unknown all_reduce {all_reduce!r}{hint}; choose one of {known}"
+        write = f"e.g. make_strategy({close if hint else 'collective'!r})"
+        refuse(
+            "all_reduce", must="the name of an all-reduce", got=got, write=write, error=ValueError
+        )
     if (
         isinstance(all_reduce, list | tuple)
         and all_reduce
         and all(isinstance(d, str) for d in all_reduce)
     ):
-        raise TypeError(
-            f"all_reduce got the list {list(all_reduce)!r}, which looks like devices: the "
-            f"first argument is the all-reduce's name, so pass devices by keyword, "
-            f"make_strategy(devices={list(all_reduce)!r})."
+        refuse(
+            "all_reduce",
+            must="the all-reduce's name (the first argument)",
+            got=f"the list {list(all_reduce)!r}, which looks like devices",
+            write=f"make_strategy(devices={list(all_reduce)!r}), passing devices by keyword",
         )
     cls = type(all_reduce).__name__
     if cls in _BY_CLASS:
-        raise TypeError(
-            f"all_reduce must be a name, got a {cls} object: write "
-            f"make_strategy(all_reduce={_BY_CLASS[cls]!r}), which builds it for you."
-        )
-    raise TypeError(
-        f"all_reduce must be the name of an all-reduce, got {cls} {all_reduce!r}; choose one "
-        f"of {known}, e.g. make_strategy('collective')."
+        write = f"make_strategy(all_reduce={_BY_CLASS[cls]!r}), which builds it for you"
+        refuse("all_reduce", must="a name", got=f"a {cls} object", write=write)
+    must = f"the name of an all-reduce (choose one of {known})"
+    refuse(
+        "all_reduce",
+        must=must,
+        got=f"{cls} {all_reduce!r}",
+        write="e.g. make_strategy('collective')",
     )
 
 
-def _checked_devices(tf, devices) -> tuple[str, ...]:
+_EXAMPLE = "devices=['/cpu:0', '/cpu:1'], or devices=mk.simulate_replicas(2)"
+
+
+def _device_names(tf, devices) -> tuple[str, ...]:
     """``devices`` as a tuple of names of distinct devices this process has, or why not."""
-    example = "devices=['/cpu:0', '/cpu:1'], or devices=mk.simulate_replicas(2)"
     if isinstance(devices, str):
         raise TypeError(
             f"devices must be a list of device names, not the string {devices!r}: write "
-            f"devices=[{devices!r}] for one replica, or {example}."
+            f"devices=[{devices!r}] for one replica, or {_EXAMPLE}."
         )
     try:
         devices = tuple(devices)
     except TypeError:
         raise TypeError(
-            f"devices must be a list of device names, got {type(devices).__name__}; e.g. {example}."
+            f"devices must be a list of device names, got {type(devices).__name__}; "
+            f"e.g. {_EXAMPLE}."
         ) from None
     if not devices:
-        raise ValueError(f"devices is empty; pass device names ({example}) or None for all.")
+        raise ValueError(f"devices is empty; pass device names ({_EXAMPLE}) or None for all.")
     here = {}
     for device in tf.config.list_logical_devices():
         spec = tf.DeviceSpec.from_string(device.name)
         here[(spec.device_type, spec.device_index)] = device.name.rsplit("device:", 1)[-1]
     seen = {}
     for name in devices:
-        key = _device_key(tf, name, example)
+        key = _device_key(tf, name, devices)
         if key not in here:
-            raise ValueError(
-                f"no device {name!r} in this process, which has {', '.join(here.values())}. "
-                "Replicas need devices that exist: call mk.simulate_replicas(n) before "
-                "TensorFlow starts to get n of them, and pass the names it returns."
+            refuse(
+                "devices",
+                must="names of devices this process has",
+                got=f"{list(devices)!r}, but there is no device {name!r} in this process, "
+                f"which has {', '.join(here.values())}",
+                write="the names that mk.simulate_replicas(n) returns (call it before TensorFlow "
+                "starts: replicas need devices that exist)",
+                error=ValueError,
             )
         if key in seen:
-            raise ValueError(
-                f"devices names {here[key]} twice ({seen[key]!r} and {name!r}): each replica "
-                "needs a device of its own."
+            refuse(
+                "devices",
+                must="a list of devices, one per replica",
+                got=f"{list(devices)!r}, which names {here[key]} twice "
+                f"({seen[key]!r} and {name!r})",
+                write="each device once: each replica needs a device of its own",
+                error=ValueError,
             )
         seen[key] = name
     return devices
 
 
-def _device_key(tf, name, example: str) -> tuple[str, int]:
+def _device_key(tf, name, devices: tuple) -> tuple[str, int]:
     """(type, index) of a local device name such as '/cpu:0' or '/device:GPU:1', or why not."""
     if not isinstance(name, str):
-        raise TypeError(f"each device must be a name such as '/cpu:0', got {name!r}; {example}.")
+        refuse("each device", must="a name such as '/cpu:0'", got=repr(name), write=_EXAMPLE)
     try:
         spec = tf.DeviceSpec.from_string(name)
     except ValueError:
         spec = None
     if spec is None or spec.device_type is None or spec.device_index is None:
-        raise ValueError(
-            f"{name!r} is not a device name: write the type and the index, like '/cpu:0' or "
-            f"'/gpu:1'; {example}."
+        refuse(
+            "devices",
+            must="a list of device names",
+            got=f"{list(devices)!r}, where {name!r} is not a device name",
+            write=f"the type and the index, like '/cpu:0' or '/gpu:1'; {_EXAMPLE}",
+            error=ValueError,
         )
     if spec.job not in (None, "localhost"):
-        raise ValueError(
-            f"devices holds {name!r}, which is on job {spec.job!r}: make_strategy builds a "
-            "one-machine MirroredStrategy. For several machines use MultiWorkerMirroredStrategy "
-            "(mk.LocalCluster runs one on this machine)."
+        refuse(
+            "devices",
+            must="devices of this machine (make_strategy builds a one-machine MirroredStrategy)",
+            got=f"{list(devices)!r}, where {name!r} is on job {spec.job!r}",
+            write="devices of this machine; for several machines use "
+            "MultiWorkerMirroredStrategy (mk.LocalCluster runs one on this machine)",
+            error=ValueError,
         )
     return spec.device_type.upper(), spec.device_index
 
@@ -234,7 +254,8 @@ def _cross_device_ops(tf, all_reduce: str):
     return tf.distribute.NcclAllReduce()
 
 
-def _require_nccl(tf, devices: tuple[str, ...]) -> None:
+def _nccl_unavailable_reason(tf, devices: tuple[str, ...]) -> str | None:
+    """Why NCCL cannot run on ``devices`` here, or None when it can."""
     not_gpu = [d for d in devices if "GPU" not in d.upper()]
     cpu_reason = (
         "NCCL is NVIDIA's GPU-to-GPU library and TensorFlow has no NcclAllReduce kernel for "
@@ -250,11 +271,8 @@ def _require_nccl(tf, devices: tuple[str, ...]) -> None:
     elif not tf.test.is_built_with_cuda():
         reason = f"this TensorFlow build has no CUDA support. {cpu_reason}"
     else:
-        return
-    raise AllReduceUnavailableError(
-        f"NCCL all-reduce cannot run here: {reason}. Use all_reduce='collective' (the "
-        "default) or 'one_device' instead."
-    )
+        return None
+    return reason
 
 
 def _logical_per_physical(tf, physical) -> list[int]:

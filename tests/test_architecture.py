@@ -5,6 +5,8 @@ between subpackages) that the rules below keep true.
 """
 
 import ast
+import os
+import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -97,6 +99,7 @@ def test_private_modules_are_used_only_inside_their_own_package():
         for importer, imported, _, line in EDGES
         if is_private(imported.removeprefix(package_of(imported)))
         and not importer.startswith(package_of(imported))
+        and imported != "mirrorkit._validate"  # the one home of argument checks, shared
     ]
     assert not outside
 
@@ -159,6 +162,7 @@ def test_the_widgets_use_only_public_mirrorkit():
         for importer, imported, name, line in EDGES
         if importer.startswith("mirrorwidgets")
         and imported.startswith("mirrorkit")
+        and imported != "mirrorkit._validate"  # the one home of argument checks, shared
         and (is_private(imported) or (name or "").startswith("_"))
     ]
     assert not private
@@ -207,6 +211,170 @@ def test_no_public_name_is_also_a_submodule_of_its_package(package):
         modules |= {p.name for p in stub.parent.iterdir() if (p / "__init__.py").is_file()}
         clashes += [f"{stub.parent.name}.{n}" for n in sorted(names & modules)]
     assert clashes == []
+
+
+# ---- the house rules of issue 30: size, one concept per module, one home for argument checks
+LIBRARY = sorted(MODULES.values()) + sorted((ROOT / "bookbuild").glob("*.py")) + [ROOT / "dev.py"]
+MAX_LINES = 600  # a module's lines as ruff formats it (lint checks the format)
+MAX_LINES_IN = {"measure": 500, "cluster": 500}  # mirrorkit's subpackages held tighter
+MAX_FUNCTION = 80  # lines of code: neither blank, nor comment, nor docstring
+MAX_RAISES = 12  # raise statements per 1,000 lines of library code, outside _validate.py
+MAX_DOCSTRING = 20  # lines of a module docstring: a summary and an example
+VALIDATE = ROOT / "mirrorkit" / "_validate.py"
+# What computes without TensorFlow: it must run where TensorFlow cannot (a browser's Python).
+TF_FREE = [
+    "mirrorkit._algorithms",
+    "mirrorkit._validate",
+    "mirrorkit.measure.benchmark",
+    "mirrorkit.measure.replay",
+    "mirrorkit.measure.schedules",
+    "mirrorkit.measure.step_trace",
+    "mirrorkit.measure.trace_events",
+    "mirrorkit.checks.batch_split",
+    "mirrorkit.measure._schedule_terms",
+    "mirrorkit.measure._solver",
+    "mirrorkit.measure.algorithm_fit",
+    "mirrorkit.measure.cost_model",
+    "mirrorkit.measure.links",
+    "mirrorkit.measure.step_prediction",
+    "mirrorkit.measure.synthetic",
+    "mirrorkit.report.render",
+    "mirrorkit.report.style",
+    "mirrorkit.report.units",
+    "mirrorkit.report.values",
+]
+HEAVY = ("tensorflow", "keras", "ipywidgets", "matplotlib", "tf_keras")
+
+
+def relative(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def code_lines(node: ast.AST, lines: list[str]) -> int:
+    body = getattr(node, "body", [])
+    docstring = set()
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        docstring = set(range(body[0].lineno, body[0].end_lineno + 1))
+    return sum(
+        1
+        for number in range(node.lineno, node.end_lineno + 1)
+        if number not in docstring
+        and lines[number - 1].strip()
+        and not lines[number - 1].lstrip().startswith("#")
+    )
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=relative)
+def test_no_module_is_over_its_size(path):
+    parts = path.relative_to(ROOT).parts
+    limit = MAX_LINES_IN.get(parts[1], MAX_LINES) if parts[0] == "mirrorkit" else MAX_LINES
+    assert len(path.read_text().splitlines()) <= limit, "split it by concept"
+
+
+def test_no_function_is_over_80_lines_of_code():
+    long = []
+    for path in LIBRARY:
+        text = path.read_text()
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            is_function = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            if is_function and (n := code_lines(node, lines)) > MAX_FUNCTION:
+                long.append(f"{relative(path)}:{node.lineno} {node.name} ({n} lines)")
+    assert long == []
+
+
+def test_argument_checks_have_one_home():
+    # Refusals go through mirrorkit/_validate.py's helpers (one message template); what
+    # raises elsewhere is a state error, a parse error or a re-raise, and it stays rare.
+    raises = lines = 0
+    validators = []
+    for path in LIBRARY:
+        text = path.read_text()
+        lines += len(text.splitlines())
+        if path == VALIDATE:
+            continue
+        tree = ast.parse(text)
+        raises += sum(isinstance(node, ast.Raise) for node in ast.walk(tree))
+        validators += [
+            f"{relative(path)}:{node.lineno} {node.name}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef)
+            and node.name.startswith(("_check", "_validate", "_require", "_checked", "_ensure"))
+        ]
+    assert validators == [], "use (or add) a helper of mirrorkit/_validate.py"
+    assert raises * 1000 / lines <= MAX_RAISES, f"{raises} raises in {lines} lines"
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=relative)
+def test_module_docstrings_are_a_summary_and_an_example(path):
+    docstring = ast.get_docstring(ast.parse(path.read_text()), clean=False) or ""
+    assert len(docstring.splitlines()) <= MAX_DOCSTRING, "design notes belong in docs/"
+
+
+def test_no_project_module_has_a_one_letter_alias():
+    short = [
+        f"{importer}:{node.lineno} {alias.name} as {alias.asname}"
+        for importer, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+        if alias.asname
+        and len(alias.asname) == 1
+        and (
+            (isinstance(node, ast.Import) and alias.name.split(".")[0] in PACKAGES)
+            or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES)
+        )
+    ]
+    assert short == []
+
+
+def heavy_imports(module: str, seen: set[str]) -> list[str]:
+    """Imports of TensorFlow and friends at any level of ``module`` or what it imports of ours."""
+    if module in seen:
+        return []
+    seen.add(module)
+    found = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        found += [f"{module}:{node.lineno} {n}" for n in names if n.split(".")[0] in HEAVY]
+    parents = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1)}
+    ours = {imported for importer, imported, _, _ in EDGES if importer == module} | parents
+    for imported in sorted(ours & MODULES.keys()):
+        found += heavy_imports(imported, seen)
+    return found
+
+
+@pytest.mark.parametrize("module", TF_FREE)
+def test_the_arithmetic_imports_no_tensorflow_at_any_level(module):
+    assert heavy_imports(module, set()) == []
+
+
+def test_the_arithmetic_runs_without_tensorflow(tmp_path):
+    # Each heavy package is made unimportable, as in a browser's Python: importing and
+    # running the doctests of every TensorFlow-free module must still work.
+    blocker = tmp_path / "sitecustomize.py"
+    blocker.write_text(
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name.split('.')[0] in {HEAVY!r}:\n"
+        "            raise ImportError(f'{name} is blocked: this module must not need it')\n"
+        "sys.meta_path.insert(0, Block())\n"
+    )
+    code = "import doctest, importlib, sys\n" + "".join(
+        f"failed, _ = doctest.testmod(importlib.import_module({m!r}))\nassert not failed, {m!r}\n"
+        for m in TF_FREE
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), str(ROOT / "widgets")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def module_map() -> str:

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from mirrorkit._validate import describe, refuse
+
 
 def build_model(tf, model_fn, x):
     """``model_fn()``, checked to be a new Keras model, built on one example of ``x``."""
@@ -13,9 +15,14 @@ def build_model(tf, model_fn, x):
 
     model = model_fn()
     if not isinstance(model, keras.Model):
-        raise TypeError(
-            f"model_fn must return a new Keras model, got {type(model).__name__}: "
-            "end it with `return model`."
+        got = f"a function returning {describe(model)}"
+        write = "model_fn=build_model, a function that builds the model; end it with `return model`"
+        refuse(
+            "model_fn",
+            model_fn,
+            must="a function returning a new Keras model",
+            write=write,
+            got=got,
         )
     if not model.built:
         model(tf.nest.map_structure(lambda a: a[:1], x))
@@ -39,11 +46,15 @@ def check_layers(model) -> None:
             found.append(f"{what} draws random numbers in training, different ones per replica")
             fixes.append(f"build {type(layer).__name__}(0.0) instead")
     if found:
-        raise ValueError(
-            f"model_fn builds a model this check cannot judge: layer {'; layer '.join(found)}. "
-            "That changes the gradient for a reason other than the loss, so the comparison "
-            "would say nothing about compute_loss. Check the loss on the same model without "
-            f"it: let model_fn {' and '.join(dict.fromkeys(fixes))}, for the check only."
+        refuse(
+            "model_fn",
+            must="a function building a model this check can judge",
+            got=f"a model where layer {'; layer '.join(found)}. That changes the gradient for "
+            "a reason other than the loss, so the comparison would say nothing about "
+            "compute_loss",
+            write=f"a model_fn that builds the same model without it, for the check only: "
+            f"let model_fn {' and '.join(dict.fromkeys(fixes))}",
+            error=ValueError,
         )
 
 

@@ -1,8 +1,11 @@
 """Checks for chapter 9's parameter-server exercises: a TF_CONFIG and a variable partitioner.
 
-Both are read by TensorFlow itself before the verdict: the TF_CONFIG by
-``tf.distribute.cluster_resolver.TFConfigClusterResolver``, the partitioner called the way
-``ParameterServerStrategy`` calls it, ``partitioner(shape=..., dtype=...)``.
+Both are read by TensorFlow itself before the verdict, as ``ParameterServerStrategy`` reads them.
+
+Example:
+    >>> from mirrorkit.checks.cluster_spec import check_cluster_spec
+    >>> check_cluster_spec(..., chief="a:1", worker=["b:1"], ps=["c:1"], task=("ps", 0))
+    NOT YET: not attempted yet: replace the ... with your answer and run the cell.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from mirrorkit._validate import refuse, require_address
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, raised
 
 JOBS = ("chief", "worker", "ps")
@@ -125,29 +129,22 @@ def check_cluster_spec(
 
 
 def _expected_cluster(chief: Any, worker: Any, ps: Any) -> dict[str, list[str]]:
-    _require_address(chief, "chief", 'chief="10.0.0.1:2222"')
+    """The cluster the answer must describe, from the check's arguments."""
+    require_address("chief", chief, write='chief="10.0.0.1:2222"')
     for name, addresses in (("worker", worker), ("ps", ps)):
+        write = f"{name}=['10.0.0.2:2222']"
         if isinstance(addresses, str) or not isinstance(addresses, list | tuple):
-            raise TypeError(
-                f"mk.check_cluster_spec: {name} must be a list of 'host:port' strings, got "
-                f"{type(addresses).__name__} {addresses!r}: write {name}=['10.0.0.2:2222']."
-            )
+            must = "a list of 'host:port' strings"
+            refuse(name, addresses, must=must, got=_typed(addresses), write=write)
         if not addresses:
-            raise ValueError(
-                f"mk.check_cluster_spec: {name} must list at least one address: a "
-                "parameter-server cluster needs a worker and a parameter server."
+            write += " (a parameter-server cluster needs a worker and a parameter server)"
+            refuse(
+                name, addresses, must="a list of one address or more", write=write, error=ValueError
             )
         for address in addresses:
-            _require_address(address, name, f"{name}=['10.0.0.2:2222']")
+            if not isinstance(address, str) or not _is_address(address):
+                refuse(name, address, must="a list of 'host:port' strings", write=write)
     return {"chief": [chief], "worker": list(worker), "ps": list(ps)}
-
-
-def _require_address(address: Any, name: str, example: str) -> None:
-    if not isinstance(address, str) or not _is_address(address):
-        raise TypeError(
-            f"mk.check_cluster_spec: {name} addresses must be 'host:port' strings, got "
-            f"{type(address).__name__} {address!r}: write {example}."
-        )
 
 
 def _is_address(text: str) -> bool:
@@ -155,7 +152,13 @@ def _is_address(text: str) -> bool:
     return bool(host) and port.isdigit()
 
 
+def _typed(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
 def _expected_task(task: Any, expected: dict[str, list[str]]) -> tuple[str, int]:
+    """The ``(job, index)`` the answer must name, from the check's ``task`` argument."""
+    write = "task=('worker', 1)"
     if (
         not isinstance(task, tuple | list)
         or len(task) != 2
@@ -163,16 +166,12 @@ def _expected_task(task: Any, expected: dict[str, list[str]]) -> tuple[str, int]
         or isinstance(task[1], bool)
         or not isinstance(task[1], int)
     ):
-        raise TypeError(
-            f"mk.check_cluster_spec: task must be a (job, index) pair, got {task!r}: write "
-            "task=('worker', 1)."
-        )
+        refuse("task", task, must="a (job, index) pair", got=repr(task), write=write)
     job, index = task
     if job not in expected or not 0 <= index < len(expected[job]):
-        raise ValueError(
-            f"mk.check_cluster_spec: task {task!r} is not in the expected cluster, whose jobs "
-            f"are {', '.join(f'{j} 0..{len(a) - 1}' for j, a in expected.items())}."
-        )
+        jobs = ", ".join(f"{j} 0..{len(a) - 1}" for j, a in expected.items())
+        must = f"a task of the expected cluster, whose jobs are {jobs}"
+        refuse("task", task, must=must, got=repr(task), write=write, error=ValueError)
     return job, index
 
 
@@ -341,13 +340,11 @@ def check_partitioner(
         'it splits a variable of shape (64,) float32 '
     """
     for name, value, low in (("limit_bytes", limit_bytes, 1), ("max_shards", max_shards, 2)):
+        write = f"{name}={256 * 1024 if name == 'limit_bytes' else 2}"
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(
-                f"mk.check_partitioner: {name} must be an int, got {type(value).__name__} "
-                f"{value!r}: write {name}={256 * 1024 if name == 'limit_bytes' else 2}."
-            )
+            refuse(name, value, must="an int", got=_typed(value), write=write)
         if value < low:
-            raise ValueError(f"mk.check_partitioner: {name} must be >= {low}, got {value}.")
+            refuse(name, value, must=f">= {low}", got=str(value), write=write, error=ValueError)
     if partitioner is ...:
         return NOT_ATTEMPTED
     if not callable(partitioner):

@@ -1,12 +1,9 @@
 """Does a learner's evaluation loop give the mean loss over every example, under a strategy?
 
-:func:`check_evaluation` runs the learner's ``evaluate(model, dataset)`` twice: on full global
-batches only, and on a dataset whose last batch is short and splits unevenly over the
-replicas. The right answer is the same both times: the mean of the per-example losses over
-the examples the dataset holds, which the check computes on one device in float64. When the
-learner's number differs, the check compares it with what the usual mistakes give (each
-replica's mean summed, a mean taken twice, the batches' means averaged, every batch divided by
-the full global batch) and names the one it matches.
+Example:
+    >>> import mirrorkit as mk
+    >>> mk.check_evaluation(..., mk.make_strategy(), None, None, global_batch=8)
+    NOT YET: not attempted yet: replace the ... with your answer and run the cell.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mirrorkit._losses import per_example_loss
-from mirrorkit._validate import require_strategy
+from mirrorkit._validate import describe, refuse, require_count, require_strategy
 from mirrorkit.checks.result import (
     NOT_ATTEMPTED,
     CheckResult,
@@ -43,6 +40,10 @@ def check_evaluation(
     weights must be as they were (evaluating trains nothing). With one replica the mistakes
     this looks for do not show, so there the check refuses.
 
+    When the learner's number differs, the check compares it with what the usual mistakes
+    give (each replica's mean summed, a mean taken twice, the batches' means averaged, every
+    batch divided by the full global batch) and names the one it matches.
+
     The check cannot see how ``evaluate`` computed its number: a loop that never used the
     strategy but gave the right number passes.
 
@@ -57,10 +58,17 @@ def check_evaluation(
             ``keras.losses.Loss`` (its reduction is ignored) or ``loss(y_true, y_pred)``.
 
     Returns:
-        A :class:`~mirrorkit.CheckResult`; on a wrong answer its message names the mistake.
+        A :class:`~mirrorkit.CheckResult`; a mistake in ``evaluate`` (not a function, it
+        raises, returns no number, trains the model or gives another number than the mean)
+        is a failed result whose message names it.
 
     Raises:
-        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``.
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``, ``model`` is not a
+            Keras model, ``global_batch`` is not an int, ``data`` is not a pair ``(x, y)``
+            or ``loss`` is neither a loss name, a ``keras.losses.Loss`` nor a function.
+        ValueError: If ``model`` was not built under ``strategy.scope()``, ``global_batch``
+            is below two examples per replica, ``data`` holds fewer than two global batches
+            (or x and y differ in length), or ``loss`` is not a Keras loss name.
 
     Example:
         >>> import numpy as np, keras
@@ -85,13 +93,8 @@ def check_evaluation(
         )
     if (refusal := cannot_check_with_one_replica(strategy, "an evaluation loop")) is not None:
         return refusal
-    problem = _setup_problem(strategy, model, data, global_batch)
-    if problem:
-        return CheckResult(False, problem)
-    try:
-        loss_fn = per_example_loss(loss)
-    except (TypeError, ValueError) as error:
-        return CheckResult(False, str(error))
+    _refuse_setup(strategy, model, data, global_batch)
+    loss_fn = per_example_loss(loss)
 
     import tensorflow as tf
 
@@ -148,36 +151,58 @@ def check_evaluation(
     )
 
 
-def _setup_problem(strategy, model, data, global_batch) -> str | None:
-    """What is wrong with the arguments the chapter passes, or None."""
+def _refuse_setup(strategy, model, data, global_batch: int) -> None:
+    """Raise on an argument the chapter passes wrong: ``model``, ``global_batch``, ``data``."""
     import keras
 
     if not isinstance(model, keras.Model):
-        return f"model is a {type(model).__name__}, not a Keras model: pass the model to evaluate."
-    if not model.weights or not strategy.extended.variable_created_in_scope(model.weights[0].value):
-        return (
-            "model was not built under this strategy's scope: build it inside "
-            "`with strategy.scope():` so that evaluating runs on every replica."
+        refuse(
+            "model",
+            model,
+            must="the Keras model to evaluate",
+            got=f"{describe(model)}, not a Keras model: pass the model to evaluate",
+            write=_CALL,
         )
-    if isinstance(global_batch, bool) or not isinstance(global_batch, int):
-        return f"global_batch must be an int, got {type(global_batch).__name__}."
+    if not model.weights or not strategy.extended.variable_created_in_scope(model.weights[0].value):
+        refuse(
+            "model",
+            must="a Keras model built under the strategy's scope",
+            got="a model not built under this strategy's scope: build it inside "
+            "`with strategy.scope():` so that evaluating runs on every replica",
+            write="with strategy.scope(): model = make_model()",
+            error=ValueError,
+        )
     replicas = strategy.num_replicas_in_sync
+    require_count("global_batch", global_batch, write=f"global_batch={4 * replicas}")
     if global_batch < 2 * replicas:
-        return (
-            f"global_batch={global_batch} is too small to check with {replicas} replicas: use "
-            f"at least {2 * replicas} (two examples per replica)."
+        refuse(
+            "global_batch",
+            must="at least two examples per replica",
+            got=f"{global_batch}, too small to check with {replicas} replicas: use at least "
+            f"{2 * replicas}",
+            write=f"global_batch={2 * replicas}",
+            error=ValueError,
         )
     if not (isinstance(data, tuple | list) and len(data) == 2):
-        return "data must be a pair (x, y) of NumPy arrays."
+        refuse("data", data, must="a pair (x, y) of NumPy arrays", write="data=(x_test, y_test)")
     x, y = (np.asarray(a) for a in data)
     if len(x) != len(y):
-        return f"x has {len(x)} examples but y has {len(y)}: give as many of each."
-    if len(x) < 2 * global_batch:
-        return (
-            f"data has {len(x)} examples; the check needs at least {2 * global_batch} "
-            f"(two global batches of {global_batch})."
+        refuse(
+            "data",
+            must="a pair (x, y) with as many examples in each",
+            got=f"x with {len(x)} examples but y with {len(y)}",
+            write=f"data=(x[:{min(len(x), len(y))}], y[:{min(len(x), len(y))}])",
+            error=ValueError,
         )
-    return None
+    if len(x) < 2 * global_batch:
+        refuse(
+            "data",
+            must=f"(x, y) of at least {2 * global_batch} examples",
+            got=f"{len(x)}; the check needs at least {2 * global_batch} (two global batches "
+            f"of {global_batch})",
+            write=f"data=(x[:{2 * global_batch}], y[:{2 * global_batch}]) from a larger set",
+            error=ValueError,
+        )
 
 
 def _as_number(answer) -> float | None:

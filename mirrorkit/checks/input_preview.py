@@ -1,30 +1,31 @@
 """See which examples each replica receives when a real strategy distributes a dataset.
 
-:func:`preview_input` hands a ``tf.data.Dataset`` to the strategy's own
-``experimental_distribute_dataset`` (or a dataset function to
-``distribute_datasets_from_function``), iterates the result and reports, step by step
-and replica by replica, which examples arrived where. To say *which* examples, every
-example needs an id: an integer that names it. The preview reads it from
+Every example needs an integer id (``dataset.enumerate()`` before ``.batch(...)`` adds one):
+see :func:`preview_input`.
 
-- the ``"id"`` entry, when elements are dicts;
-- the first component, when elements are tuples or lists;
-- the element itself, when it is a single integer tensor.
-
-``dataset.enumerate()`` before ``.batch(...)`` is the easiest way to add ids: it turns
-every element ``x`` into ``(index, x)``.
+Example:
+    >>> import tensorflow as tf
+    >>> import mirrorkit as mk
+    >>> preview = mk.preview_input(mk.make_strategy(), tf.data.Dataset.range(4).batch(2))
+    >>> preview.global_batch, preview.total_steps
+    (2, 2)
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import math
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from mirrorkit._validate import require_strategy
+from mirrorkit._validate import refuse, require_strategy
+from mirrorkit.checks import batch_split
+from mirrorkit.checks._distributed_reading import (
+    not_a_dataset,
+    read_steps,
+    recording,
+    static_batch_size,
+    without_ids,
+)
 from mirrorkit.report.render import Line, Report, Reported
-from mirrorkit.report.values import short_device
 
 #: Auto-shard policies (``tf.data.experimental.AutoShardPolicy``) -> what each one does.
 AUTO_SHARD_POLICIES: dict[str, str] = {
@@ -42,9 +43,7 @@ FULL = "full"
 PARTIAL = "partial"
 EMPTY = "EMPTY"
 
-_SCAN_LIMIT = 1000  # steps read at most to find the last step of a finite dataset
 _SHOWN_IDS = 8
-_FN_DATASET = "the function's dataset"
 
 _DROP = "batch(..., drop_remainder=True), which drops the examples that do not fill a batch"
 _REPEAT = (
@@ -268,13 +267,15 @@ def preview_input(
 
     require_strategy(strategy, "mk.preview_input(strategy, dataset)")
     if isinstance(steps, bool) or not isinstance(steps, int):
-        raise TypeError(f"steps must be an int, got {type(steps).__name__} {steps!r}.")
+        refuse("steps", steps, must="an int", write="steps=3")
     if steps < 1:
-        raise ValueError(f"steps must be at least 1, got {steps}.")
+        refuse("steps", steps, must="at least 1", got=str(steps), write="steps=3", error=ValueError)
     if input_options is not None and not isinstance(input_options, tf.distribute.InputOptions):
-        raise TypeError(
-            "input_options must be a tf.distribute.InputOptions, got "
-            f"{type(input_options).__name__}."
+        refuse(
+            "input_options",
+            must="a tf.distribute.InputOptions",
+            got=type(input_options).__name__,
+            write="input_options=tf.distribute.InputOptions(experimental_fetch_to_device=False)",
         )
     options = input_options or tf.distribute.InputOptions()
     n = strategy.num_replicas_in_sync
@@ -282,22 +283,23 @@ def preview_input(
     if isinstance(dataset_or_fn, tf.data.Dataset):
         method = "experimental_distribute_dataset"
         dataset = dataset_or_fn
-        _check_elements(dataset.element_spec, tf, "the dataset")
+        if (error := without_ids(dataset.element_spec, tf, "the dataset")) is not None:
+            raise error
         distributed = strategy.experimental_distribute_dataset(dataset, options)
         per_replica_input = False
     elif callable(dataset_or_fn):
         method = "distribute_datasets_from_function"
         made: list = []
         distributed = strategy.distribute_datasets_from_function(
-            _checked_function(dataset_or_fn, made, tf), options
+            recording(dataset_or_fn, made, tf), options
         )
         dataset = made[0]
         per_replica_input = True
     else:
-        raise TypeError(_not_a_dataset(dataset_or_fn))
+        raise TypeError(not_a_dataset(dataset_or_fn))
 
-    batch = _static_batch_size(dataset)
-    raw, total_steps = _read(strategy, distributed, steps, dataset, per_replica_input, n, tf)
+    batch = static_batch_size(dataset)
+    raw, total_steps = read_steps(strategy, distributed, steps, dataset, per_replica_input, n, tf)
     sizes = [len(ids) for _, per_replica in raw for ids, _, _ in per_replica]
     if per_replica_input:
         per_replica_batch = batch or max(sizes, default=0) or None
@@ -305,7 +307,7 @@ def preview_input(
     else:
         totals = [sum(len(ids) for ids, _, _ in per_replica) for _, per_replica in raw]
         global_batch = batch or max(totals, default=0) or None
-        per_replica_batch = math.ceil(global_batch / n) if global_batch else None
+        per_replica_batch = batch_split.per_replica_batch(global_batch, n) if global_batch else None
 
     batches = tuple(
         ReplicaBatch(
@@ -338,157 +340,6 @@ def preview_input(
     )
 
 
-# ---------------------------------------------------------------- reading
-
-
-def _not_a_dataset(value) -> str:
-    """Why ``value`` is not a dataset or dataset function, and what to pass instead."""
-    got = type(value).__name__
-    head = (
-        "dataset_or_fn must be a batched tf.data.Dataset, or a function that takes a "
-        f"tf.distribute.InputContext and returns one; got {got}"
-    )
-    if "Distributed" in got:
-        return (
-            f"{head}, which the strategy has already distributed: pass the dataset itself, "
-            "before strategy.experimental_distribute_dataset(...)."
-        )
-    if hasattr(value, "__len__") or hasattr(value, "shape"):
-        return (
-            f"{head}: make a dataset of it first, e.g. "
-            "tf.data.Dataset.from_tensor_slices(data).enumerate().batch(global_batch)."
-        )
-    return f"{head}."
-
-
-def _checked_function(fn: Callable, made: list, tf) -> Callable:
-    try:
-        inspect.signature(fn).bind(None)
-    except TypeError as error:
-        raise TypeError(
-            "the dataset function must take exactly one argument, a "
-            f"tf.distribute.InputContext ({error})."
-        ) from None
-    except ValueError:  # no signature to read (some built-ins): let TensorFlow call it
-        pass
-
-    def dataset_fn(context):
-        dataset = fn(context)
-        if not isinstance(dataset, tf.data.Dataset):
-            raise TypeError(
-                f"the dataset function returned {type(dataset).__name__}, not a "
-                "tf.data.Dataset: end it with `return dataset.batch(per_replica_batch)`, "
-                "where per_replica_batch = context.get_per_replica_batch_size(global_batch)."
-            )
-        _check_elements(dataset.element_spec, tf, _FN_DATASET)
-        made.append(dataset)
-        return dataset
-
-    return dataset_fn
-
-
-def _id_spec(spec):
-    if isinstance(spec, Mapping):
-        return spec.get("id"), "the 'id' entry of each element"
-    if isinstance(spec, Sequence) and not isinstance(spec, str | bytes):
-        return (spec[0], "the first component of each element") if spec else (None, "")
-    return spec, "each element"
-
-
-def _check_elements(spec, tf, what: str) -> None:
-    """Raise a clear error unless elements carry one integer id per example."""
-    ids, where = _id_spec(spec)
-    hint = (
-        "Give every example an integer id: call dataset.enumerate() before .batch(...) "
-        "(elements become (id, example)), or put the ids under an 'id' key."
-    )
-    if ids is None:
-        raise TypeError(f"{what} has no ids: its elements are {spec}. {hint}")
-    if not isinstance(ids, tf.TensorSpec) or not (ids.dtype.is_integer):
-        raise TypeError(
-            f"{what} has no integer ids: the preview reads them from {where}, which is "
-            f"{ids}. {hint}"
-        )
-    if ids.shape.rank == 0:
-        if what == _FN_DATASET:
-            fix = (
-                "each replica takes whole batches from it, so end the function with "
-                "dataset.batch(context.get_per_replica_batch_size(global_batch))."
-            )
-        else:
-            fix = (
-                "experimental_distribute_dataset splits every element along its first "
-                "dimension, so batch the dataset first: dataset.batch(global_batch)."
-            )
-        raise ValueError(
-            f"{what} is not batched: {where} is a single value, with no batch dimension; " + fix
-        )
-    if ids.shape.rank != 1:
-        raise TypeError(
-            f"{what} has ids of shape {ids.shape}; the preview needs one integer id per "
-            f"example, shape (batch,). {hint}"
-        )
-
-
-def _static_batch_size(dataset) -> int | None:
-    """The batch size TensorFlow reads from the pipeline's .batch() (None if it finds none)."""
-    try:
-        from tensorflow.python.data.experimental.ops import distribute
-
-        size = int(distribute.compute_batch_size(dataset))
-    except Exception:  # noqa: BLE001 - TensorFlow's own walk fails on unusual pipelines
-        return None
-    return size if size > 0 else None
-
-
-def _read(strategy, distributed, steps, dataset, per_replica_input, n, tf):
-    """The first ``steps`` steps, plus the last one when the dataset ends soon enough.
-
-    Returns the steps read, as ``(step, per-replica parts)``, and the number of steps in
-    the whole dataset (``None`` if it repeats forever or was not read to its end).
-    """
-    cardinality = int(dataset.cardinality())
-    expected = _steps_for(cardinality, n, per_replica_input)
-    infinite = cardinality == int(tf.data.INFINITE_CARDINALITY)
-    limit = steps if infinite else max(steps, _SCAN_LIMIT)
-    kept, last, count = [], None, 0
-    ended = True
-    for element in distributed:
-        if count < steps:
-            kept.append((count, _per_replica(strategy, element)))
-        else:
-            last = (count, element)
-        count += 1
-        if count >= limit:
-            ended = not infinite and expected == count
-            break
-    if not ended:
-        return kept, None
-    if last is not None:
-        kept.append((last[0], _per_replica(strategy, last[1])))
-    return kept, count
-
-
-def _steps_for(cardinality: int, n: int, per_replica_input: bool) -> int | None:
-    """Steps a dataset of ``cardinality`` batches gives (None if TensorFlow cannot tell)."""
-    if cardinality < 0:
-        return None
-    return math.ceil(cardinality / n) if per_replica_input else cardinality
-
-
-def _per_replica(strategy, element):
-    import tensorflow as tf
-
-    parts = []
-    for value in strategy.experimental_local_results(element):
-        ids_tensor, _ = _id_spec(value)
-        flat = tf.nest.flatten(value)
-        ids = tuple(int(i) for i in ids_tensor.numpy().tolist())
-        shapes = tuple(tuple(t.shape.as_list()) for t in flat)
-        parts.append((ids, shapes, short_device(ids_tensor.device)))
-    return parts
-
-
 def _status(size: int, per_replica_batch: int | None) -> str:
     if size == 0:
         return EMPTY
@@ -515,7 +366,7 @@ def _warnings(p: InputPreview, per_replica_input: bool) -> tuple[str, ...]:
     n = p.num_replicas
     if not per_replica_input and p.divisible is False:
         sizes = [b.size for b in p.batches if b.step == p.batches[0].step]
-        good = (p.global_batch // n + 1) * n
+        good = batch_split.even_global_batch(p.global_batch, n)
         out.append(
             f"the global batch of {p.global_batch} examples does not divide by {n} replicas, "
             f"so every full step is split unevenly ({', '.join(map(str, sizes))}) and some "

@@ -1,9 +1,11 @@
 """Does a learner's restore give back the saved model, bit for bit, where it was asked for?
 
-:func:`check_restore` calls the learner's ``restore(path)`` on a checkpoint written by
-``tf.train.Checkpoint.save`` and compares what comes back with the model that was saved: every
-weight and every optimizer variable (its step count, Adam's moments) bit for bit, and the kind
-of variables: plain ones on one device, or the strategy's distributed ones.
+Example:
+    >>> import mirrorkit as mk
+    >>> mk.check_restore(lambda path: None, "ckpt-1", None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: reference must be the compiled Keras model that was saved (with its optimizer), ...
 """
 
 from __future__ import annotations
@@ -13,11 +15,17 @@ from collections.abc import Callable
 
 import numpy as np
 
+from mirrorkit._validate import refuse
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, raised
 
 
 def check_restore(restore: Callable, path, reference, *, strategy=None) -> CheckResult:
     """Check that ``restore(path)`` returns the saved model with its optimizer state.
+
+    Calls the learner's ``restore(path)`` on a checkpoint written by ``tf.train.Checkpoint.save``
+    and compares what comes back with the model that was saved: every weight and every
+    optimizer variable (its step count, Adam's moments) bit for bit, and the kind of variables:
+    plain ones on one device, or the strategy's distributed ones.
 
     Args:
         restore: The learner's ``restore(path)`` returning a Keras model whose weights and
@@ -60,64 +68,15 @@ def check_restore(restore: Callable, path, reference, *, strategy=None) -> Check
     import keras
     import tensorflow as tf
 
-    if not isinstance(reference, keras.Model) or reference.optimizer is None:
-        raise TypeError(
-            "reference must be the compiled Keras model that was saved (with its optimizer), "
-            f"got {type(reference).__name__}."
-        )
-    if int(reference.optimizer.iterations.numpy()) == 0:
-        raise ValueError(
-            "reference never trained (its optimizer took no step), so a model that was not "
-            "restored at all would look restored: train at least one step, save, then check."
-        )
-    if strategy is not None and not isinstance(strategy, tf.distribute.Strategy):
-        raise TypeError(
-            "strategy must be None (restore on one device) or the tf.distribute.Strategy to "
-            f"restore under, got {type(strategy).__name__}."
-        )
+    _arguments(keras, tf, reference, strategy)
     if restore is Ellipsis:
         return NOT_ATTEMPTED
-    if not callable(restore):
-        return CheckResult(
-            False,
-            f"restore is a {type(restore).__name__}, not a function: define "
-            "def restore(path): ... returning the restored model.",
-        )
-    try:
-        model = restore(str(path))
-    except Exception as error:  # noqa: BLE001 - the learner's code: a verdict, not a traceback
-        return CheckResult(
-            False,
-            f"restore raised {raised(error)} A checkpoint written "
-            "by tf.train.Checkpoint.save is read by tf.train.Checkpoint(...).restore(path); "
-            "model.load_weights and keras.models.load_model read Keras's own files.",
-        )
-    if not isinstance(model, keras.Model):
-        return CheckResult(
-            False,
-            f"restore returned {type(model).__name__}, not a Keras model: return the model "
-            "you restored into.",
-        )
-    saved_weights = [np.asarray(w) for w in reference.weights]
-    shapes = [w.shape for w in saved_weights]
-    if [tuple(w.shape) for w in model.weights] != shapes:
-        return CheckResult(
-            False,
-            "the restored model has another architecture than the saved one: build it with "
-            "the same function that built the saved model, then restore into it.",
-        )
-    differ = [
-        i
-        for i, (a, w) in enumerate(zip(saved_weights, model.weights, strict=True))
-        if not _same(a, w)
-    ]
-    if differ:
-        return CheckResult(
-            False,
-            f"{len(differ)} of {len(shapes)} weight tensors are not the saved ones: nothing was "
-            "restored into them. Call tf.train.Checkpoint(...).restore(path) on the model you "
-            "return, with the same names (model=..., optimizer=...) as when it was saved.",
-        )
+    model = _restored(keras, restore, path)
+    if isinstance(model, CheckResult):
+        return model
+    weights = _weights_verdict(reference, model)
+    if weights is not None:
+        return weights
     placement = _placement_problem(tf, model, strategy)
     if placement:
         return CheckResult(False, placement)
@@ -161,9 +120,79 @@ def check_restore(restore: Callable, path, reference, *, strategy=None) -> Check
     where = "on one device" if strategy is None else f"under {type(strategy).__name__}"
     return CheckResult(
         True,
-        f"restored bit for bit: {len(shapes)} weight tensors and the optimizer's "
+        f"restored bit for bit: {len(model.weights)} weight tensors and the optimizer's "
         f"{len(state)} variables (step {steps}), {where}.",
     )
+
+
+def _arguments(keras, tf, reference, strategy) -> None:
+    """Refuse a ``reference`` that cannot tell a restore from none, or a wrong ``strategy``."""
+    if not isinstance(reference, keras.Model) or reference.optimizer is None:
+        must = "the compiled Keras model that was saved (with its optimizer)"
+        refuse("reference", reference, must=must, write="reference=model, the model you saved")
+    if int(reference.optimizer.iterations.numpy()) == 0:
+        refuse(
+            "reference",
+            must="a model that trained: train at least one step, save, then check",
+            got="a model whose optimizer took no step, so a model that was not restored at "
+            "all would look restored",
+            write="reference=model after model.fit(...) and the save",
+            error=ValueError,
+        )
+    if strategy is not None and not isinstance(strategy, tf.distribute.Strategy):
+        must = "None (restore on one device) or the tf.distribute.Strategy to restore under"
+        refuse("strategy", strategy, must=must, write="strategy=mk.make_strategy()")
+
+
+def _restored(keras, restore, path):
+    """The model ``restore(path)`` returns, or the failed result saying why there is none."""
+    if not callable(restore):
+        return CheckResult(
+            False,
+            f"restore is a {type(restore).__name__}, not a function: define "
+            "def restore(path): ... returning the restored model.",
+        )
+    try:
+        model = restore(str(path))
+    except Exception as error:  # noqa: BLE001 - the learner's code: a verdict, not a traceback
+        return CheckResult(
+            False,
+            f"restore raised {raised(error)} A checkpoint written "
+            "by tf.train.Checkpoint.save is read by tf.train.Checkpoint(...).restore(path); "
+            "model.load_weights and keras.models.load_model read Keras's own files.",
+        )
+    if not isinstance(model, keras.Model):
+        return CheckResult(
+            False,
+            f"restore returned {type(model).__name__}, not a Keras model: return the model "
+            "you restored into.",
+        )
+    return model
+
+
+def _weights_verdict(reference, model) -> CheckResult | None:
+    """A failed result unless every weight of ``model`` is the saved one, bit for bit."""
+    saved_weights = [np.asarray(w) for w in reference.weights]
+    shapes = [w.shape for w in saved_weights]
+    if [tuple(w.shape) for w in model.weights] != shapes:
+        return CheckResult(
+            False,
+            "the restored model has another architecture than the saved one: build it with "
+            "the same function that built the saved model, then restore into it.",
+        )
+    differ = [
+        i
+        for i, (a, w) in enumerate(zip(saved_weights, model.weights, strict=True))
+        if not _same(a, w)
+    ]
+    if differ:
+        return CheckResult(
+            False,
+            f"{len(differ)} of {len(shapes)} weight tensors are not the saved ones: nothing was "
+            "restored into them. Call tf.train.Checkpoint(...).restore(path) on the model you "
+            "return, with the same names (model=..., optimizer=...) as when it was saved.",
+        )
+    return None
 
 
 def _same(array: np.ndarray, variable) -> bool:

@@ -1,4 +1,10 @@
-"""The verdict every learner check returns, and the answers all checks share."""
+"""The verdict every learner check returns, and the answers all checks share.
+
+Example:
+    >>> from mirrorkit.checks.result import NOT_ATTEMPTED
+    >>> NOT_ATTEMPTED.passed
+    False
+"""
 
 from __future__ import annotations
 

@@ -28,13 +28,13 @@ import threading
 import time
 
 from mirrorkit._stderr import is_log_noise
-from mirrorkit.cluster import _forked, _procs, protocol as p
+from mirrorkit.cluster import _forked, _procs, protocol
 
 _write_lock = threading.Lock()
 
 
-def send(message: p.SupervisorMessage) -> None:
-    line = p.encode(message) + "\n"
+def send(message: protocol.SupervisorMessage) -> None:
+    line = protocol.encode(message) + "\n"
     with _write_lock:
         try:
             sys.stdout.write(line)
@@ -44,7 +44,7 @@ def send(message: p.SupervisorMessage) -> None:
 
 
 class Supervisor:
-    def __init__(self, spec: p.LaunchSpec, *, fork_workers: bool = False) -> None:
+    def __init__(self, spec: protocol.LaunchSpec, *, fork_workers: bool = False) -> None:
         self.spec = spec
         self.fork_workers = fork_workers
         self.workers: dict[int, subprocess.Popen | _forked.ForkedProcess] = {}
@@ -71,8 +71,8 @@ class Supervisor:
         tasks = self.spec.tasks
         ports = _procs.free_ports(len(tasks), host)
         addresses = tuple(f"{host}:{port}" for port in ports)
-        send(p.Network(mode, note, addresses, tuple(_procs.interfaces())))
-        configs = p.cluster_tf_configs(addresses, self.spec.num_ps)
+        send(protocol.Network(mode, note, addresses, tuple(_procs.interfaces())))
+        configs = protocol.cluster_tf_configs(addresses, self.spec.num_ps)
         # With parameter servers the chief starts last and is told the servers' process ids
         # (for fault injection); it waits for them to listen before it makes its strategy.
         order = list(range(1, len(tasks))) + [0] if self.spec.num_ps else range(len(tasks))
@@ -82,7 +82,7 @@ class Supervisor:
             extra = {}
             if self.spec.num_ps and index == 0:
                 pids = {i: process.pid for i, process in self.workers.items()}
-                extra[p.SERVER_PIDS] = json.dumps(pids)
+                extra[protocol.SERVER_PIDS] = json.dumps(pids)
             self.workers[index] = self.spawn(index, configs[index], addresses[index], extra)
         # Threads only now: a fork must find this process with one thread.
         for pumps in self.pumps.values():
@@ -98,8 +98,8 @@ class Supervisor:
         env.update(
             {
                 "TF_CONFIG": json.dumps(tf_config),
-                p.EVENT_FD: str(write_fd),
-                p.SUPERVISOR_PID: str(os.getpid()),
+                protocol.EVENT_FD: str(write_fd),
+                protocol.SUPERVISOR_PID: str(os.getpid()),
                 "PYTHONUNBUFFERED": "1",
                 **(extra or {}),
             }
@@ -107,7 +107,7 @@ class Supervisor:
         start = self.fork_worker if self.fork_workers else self.start_worker
         process = start(index, env, write_fd)
         os.close(write_fd)
-        send(p.Spawned(index, process.pid, address))
+        send(protocol.Spawned(index, process.pid, address))
         self.pumps[index] = [
             threading.Thread(target=self.pump_output, args=(index, process), daemon=True),
             threading.Thread(target=self.pump_events, args=(index, read_fd), daemon=True),
@@ -163,12 +163,12 @@ class Supervisor:
         for raw in iter(process.stdout.readline, b""):
             text = raw.decode("utf-8", errors="replace").rstrip("\n")
             if not is_log_noise(text):  # the workers' own output only, as in a notebook
-                send(p.Output(index, text))
+                send(protocol.Output(index, text))
 
     def pump_events(self, index: int, read_fd: int) -> None:
         with os.fdopen(read_fd, "rb") as stream:
-            for event in p.read_events(stream, index):
-                send(p.Event(event))
+            for event in protocol.read_events(stream, index):
+                send(protocol.Event(event))
                 if event.kind == "ready":
                     self.note_ready(index)
                 elif event.kind == "finished":
@@ -179,7 +179,7 @@ class Supervisor:
             self.ready.add(index)
             complete = len(self.ready) == len(self.spec.tasks)
         if complete:  # what the workers listen on, seen from inside their namespace
-            send(p.Listening(tuple(_procs.listening_sockets())))
+            send(protocol.Listening(tuple(_procs.listening_sockets())))
 
     def note_finished(self, index: int) -> None:
         with self.lock:
@@ -195,7 +195,7 @@ class Supervisor:
 
     def watch_owner(self) -> None:
         for line in sys.stdin:
-            if line.strip() == p.STOP:
+            if line.strip() == protocol.STOP:
                 break
         self.stop()
 
@@ -211,8 +211,8 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 process.kill()
         for index, process in self.workers.items():
-            send(p.Exit(index, process.wait()))
-        send(p.Stopped())
+            send(protocol.Exit(index, process.wait()))
+        send(protocol.Stopped())
         os._exit(0)
 
     def wait(self) -> None:
@@ -224,20 +224,20 @@ class Supervisor:
                     del remaining[index]
                     for pump in self.pumps[index]:  # its last lines go out before its exit
                         pump.join(timeout=2.0)
-                    send(p.Exit(index, code))
+                    send(protocol.Exit(index, code))
             time.sleep(0.02)
-        send(p.Done())
+        send(protocol.Done())
 
 
 def main(run_dir: str, owner_pid: str, *, fork_workers: bool = False) -> None:
     """Run one cluster until the owner has read everything; ``owner_pid`` is the parent."""
     _procs.die_with_parent(int(owner_pid))
-    supervisor = Supervisor(p.LaunchSpec.read(run_dir), fork_workers=fork_workers)
+    supervisor = Supervisor(protocol.LaunchSpec.read(run_dir), fork_workers=fork_workers)
     signal.signal(signal.SIGTERM, lambda *_: supervisor.stop())
     try:
         supervisor.start()
     except Exception as error:  # report, then end: the owner raises it with context
-        send(p.Fatal(f"{type(error).__name__}: {error}"))
+        send(protocol.Fatal(f"{type(error).__name__}: {error}"))
         os._exit(2)
     threading.Thread(target=supervisor.watch_owner, daemon=True).start()
     supervisor.wait()

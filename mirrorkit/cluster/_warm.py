@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from mirrorkit.cluster import protocol as p
+from mirrorkit.cluster import protocol
 
 #: Seconds the warm process waits for another run before it ends, freeing its memory.
 IDLE_SECONDS = 600.0
@@ -82,7 +82,7 @@ class WarmProcess:
                 str(os.getpid()),
                 str(theirs.fileno()),
                 str(IDLE_SECONDS),
-                str(Path(tempfile.gettempdir()) / f"{p.RUN_PREFIX}{os.getpid()}-warm"),
+                str(Path(tempfile.gettempdir()) / f"{protocol.RUN_PREFIX}{os.getpid()}-warm"),
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

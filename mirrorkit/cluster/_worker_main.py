@@ -16,14 +16,14 @@ from pathlib import Path
 
 
 def main(run_dir: str, index: str) -> None:
-    from mirrorkit.cluster import _procs, protocol as p
+    from mirrorkit.cluster import _procs, protocol
 
-    _procs.die_with_parent(int(os.environ[p.SUPERVISOR_PID]))
+    _procs.die_with_parent(int(os.environ[protocol.SUPERVISOR_PID]))
     run, worker = Path(run_dir), int(index)
-    spec = p.LaunchSpec.read(run)
+    spec = protocol.LaunchSpec.read(run)
     from mirrorkit.cluster.events import WorkerEvent
 
-    channel = p.EventChannel.from_environment()
+    channel = protocol.EventChannel.from_environment()
     code = 0
     try:
         import mirrorkit as mk
@@ -40,7 +40,7 @@ def main(run_dir: str, index: str) -> None:
             )
         import cloudpickle
 
-        payload = cloudpickle.loads((run / p.PAYLOAD_FILE).read_bytes())
+        payload = cloudpickle.loads((run / protocol.PAYLOAD_FILE).read_bytes())
         if spec.num_ps and worker != 0:
             result = _serve(worker, channel)
         elif spec.num_ps:
@@ -49,9 +49,9 @@ def main(run_dir: str, index: str) -> None:
             result = _run_plain_script(payload, worker, channel)
         else:
             result = _join_and_run(payload, worker, channel, spec)
-        partial = run / f"{p.result_file(worker)}.partial"
+        partial = run / f"{protocol.result_file(worker)}.partial"
         partial.write_bytes(cloudpickle.dumps(result))
-        partial.rename(run / p.result_file(worker))
+        partial.rename(run / protocol.result_file(worker))
         sys.stdout.flush()
         channel.send(WorkerEvent(worker, "finished"))
     except BaseException as error:  # noqa: BLE001 - every failure is reported, then we exit
@@ -70,7 +70,8 @@ def main(run_dir: str, index: str) -> None:
 def _join_and_run(payload: dict, worker: int, channel, spec) -> object:
     """Join the cluster (the worker's own strategy), then run the payload with the context."""
     from mirrorkit.cluster.events import WorkerEvent
-    from mirrorkit.cluster.worker import WorkerContext, run_target
+    from mirrorkit.cluster.targets import run_target
+    from mirrorkit.cluster.worker import WorkerContext
 
     started = time.perf_counter()
     context = WorkerContext.from_environment(
@@ -123,7 +124,7 @@ def _coordinate(payload: dict, channel, spec) -> object:
     """The chief of a parameter-server cluster: make the strategy, then run the function."""
     import json
 
-    from mirrorkit.cluster import protocol as p
+    from mirrorkit.cluster import protocol
     from mirrorkit.cluster._flight import probe
     from mirrorkit.cluster.events import WorkerEvent
     from mirrorkit.cluster.worker import WorkerContext
@@ -141,7 +142,7 @@ def _coordinate(payload: dict, channel, spec) -> object:
 
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
-    pids = {int(k): v for k, v in json.loads(os.environ.get(p.SERVER_PIDS, "{}")).items()}
+    pids = {int(k): v for k, v in json.loads(os.environ.get(protocol.SERVER_PIDS, "{}")).items()}
     fault = spec.fault
     context = WorkerContext(
         strategy,

@@ -1,24 +1,9 @@
 """The warm process: imports TensorFlow once per notebook kernel, then forks one supervisor per run.
 
 Started by :mod:`mirrorkit.cluster._warm` as
-``python -m mirrorkit.cluster._zygote OWNER_PID SOCKET_FD IDLE_SECONDS MARKER`` (MARKER: see
-:data:`mirrorkit.cluster.protocol.RUN_PREFIX`). It imports
-TensorFlow, Keras and the launcher's modules without running a single op, so TensorFlow's
-runtime (its thread pools, its collective-ops configuration, which a process may set only
-once) never starts here; it stays single-threaded, then answers requests on its socket
-(a ``SOCK_SEQPACKET`` pair, one JSON message per packet):
-
-* ``{"op": "supervise", "run_dir": ..., "id": ...}`` with three descriptors (the supervisor's
-  stdin, stdout and stderr): fork a supervisor for that run; reply ``{"pid": ..., "id": ...}``. The
-  supervisor forks the run's workers in turn; each run starts from the same imported state.
-* ``{"op": "kill", "pid": ...}``: SIGKILL that supervisor if it has not ended (its workers
-  die with it). Only this process reaps its children, so the pid cannot have been reused.
-
-It tells the owner ``{"ready": seconds, "problem": ...}`` once imported (``problem`` says why
-forking would be unsafe here, and the process then ends), and ``{"exit": pid, "code": ...}``
-whenever a supervisor ends. It ends when the owner closes its end of the socket or dies
-(parent-death signal), or after IDLE_SECONDS with no run and no request; its supervisors,
-and their workers, die with it.
+``python -m mirrorkit.cluster._zygote OWNER_PID SOCKET_FD IDLE_SECONDS MARKER``; it answers
+``supervise`` and ``kill`` requests on its socket and ends with its owner or when idle. Its
+requests, replies and lifetime: docs/design/cluster.md.
 """
 
 from __future__ import annotations
@@ -61,7 +46,7 @@ def _import_everything() -> None:
     import tensorflow  # noqa: F401
 
     import mirrorkit  # noqa: F401
-    from mirrorkit.cluster import _supervisor, _worker_main, worker  # noqa: F401
+    from mirrorkit.cluster import _supervisor, _worker_main, targets, worker  # noqa: F401
     from mirrorkit.report import values  # noqa: F401
 
     if added:  # the workers' environment is the owner's, as without a warm process

@@ -1,15 +1,19 @@
 """What a local cluster reports while it runs: one event per change, folded into a status.
 
-The launcher (:class:`mirrorkit.LocalCluster`) emits a :class:`WorkerEvent` whenever a
-worker starts, forms the cluster, finishes a step, prints a line, finishes or fails.
-:class:`ClusterStatus` folds those events into the current state of every worker,
-which is what a notebook view draws.
+Example:
+    >>> from mirrorkit import ClusterStatus, WorkerEvent
+    >>> status = ClusterStatus(2)
+    >>> status.apply(WorkerEvent(1, "step", step=3, metrics={"loss": 0.5}))
+    >>> status.workers[1].state, status.workers[1].step
+    ('training', 3)
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+
+from mirrorkit._validate import refuse
 
 # The life of one worker, in order. "failed" and "stopped" can follow any state.
 WORKER_STATES = ("starting", "ready", "training", "finished", "failed", "stopped")
@@ -50,9 +54,11 @@ class WorkerEvent:
 
     def __post_init__(self) -> None:
         if self.kind not in EVENT_KINDS:
-            raise ValueError(f"kind must be one of {EVENT_KINDS}, got {self.kind!r}.")
+            must = f"one of {EVENT_KINDS}"
+            refuse("kind", self.kind, must=must, write="kind='step'", error=ValueError)
         if self.worker < 0:
-            raise ValueError(f"worker must be a task index >= 0, got {self.worker}.")
+            must = "a task index >= 0"
+            refuse("worker", self.worker, must=must, write="worker=0", error=ValueError)
 
     def to_json(self) -> dict:
         """The event as a JSON-ready dict (the wire format between processes).
@@ -159,7 +165,10 @@ class ClusterStatus:
 
     def __init__(self, num_workers: int) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-            raise ValueError(f"num_workers must be an int >= 1, got {num_workers!r}.")
+            must = "an int >= 1"
+            refuse(
+                "num_workers", num_workers, must=must, write="ClusterStatus(2)", error=ValueError
+            )
         self.workers = [WorkerStatus(worker=i) for i in range(num_workers)]
         self.events = 0
 
@@ -180,9 +189,13 @@ class ClusterStatus:
             ('failed', 'killed by SIGKILL')
         """
         if event.worker >= len(self.workers):
-            raise ValueError(
-                f"event for worker {event.worker}, but this cluster has "
-                f"{len(self.workers)} workers (0..{len(self.workers) - 1})."
+            last = len(self.workers) - 1
+            refuse(
+                "event.worker",
+                event.worker,
+                must=f"a worker of this cluster, which has {last + 1} workers (0..{last})",
+                write=f"WorkerEvent({last}, ...)",
+                error=ValueError,
             )
         status = self.workers[event.worker]
         self.events += 1

@@ -1,18 +1,8 @@
 """What the launcher, its supervisor and the workers say to each other, as typed messages.
 
-A :class:`~mirrorkit.LocalCluster` run has three kinds of process, and four channels:
-
-* owner (the notebook's ``LocalCluster``) to supervisor and workers: a :class:`LaunchSpec`,
-  written as ``spec.json`` in the run's folder (:data:`SPEC_FILE`), with the payload next to
-  it (:data:`PAYLOAD_FILE`);
-* supervisor to owner: one :data:`SupervisorMessage` per JSON line on its stdout
-  (:func:`encode`, :func:`decode`);
-* worker to supervisor: one :class:`~mirrorkit.WorkerEvent` per JSON line on the file
-  descriptor named by :data:`EVENT_FD` (:class:`EventChannel`);
-* owner to supervisor: the line :data:`STOP` on its stdin, or the end of that pipe.
-
 Each message is a frozen dataclass that declares its ``type`` on the wire; one table,
-:data:`MESSAGES`, maps those names back to classes.
+:data:`MESSAGES`, maps those names back to classes. The four channels of a run:
+docs/design/cluster.md.
 
 Example:
     >>> from mirrorkit.cluster.protocol import Exit, decode, encode
@@ -32,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from mirrorkit._validate import refuse
 from mirrorkit.cluster.events import WorkerEvent
 
 #: The environment variable holding the file descriptor a worker writes its events to.
@@ -97,20 +88,26 @@ class KillWorker:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 one = " (one worker per KillWorker)" if isinstance(value, list | tuple) else ""
-                raise TypeError(
-                    f"KillWorker.{name} must be an int, {meaning}{one}, got "
-                    f"{type(value).__name__} {value!r}: write KillWorker(worker=1, at_step=3)."
+                must = f"an int, {meaning}{one}"
+                refuse(
+                    f"KillWorker.{name}", value, must=must, write="KillWorker(worker=1, at_step=3)"
                 )
         if self.worker < 0:
-            raise ValueError(
-                f"KillWorker.worker must be >= 0 (0 is the chief, 1 the next worker), got "
-                f"{self.worker}: write KillWorker(worker=1, at_step={self.at_step})."
+            refuse(
+                "KillWorker.worker",
+                self.worker,
+                must=">= 0 (0 is the chief, 1 the next worker)",
+                write=f"KillWorker(worker=1, at_step={self.at_step})",
+                error=ValueError,
             )
         if self.at_step < 1:
-            raise ValueError(
-                f"KillWorker.at_step must be >= 1 (the first step is 1), got {self.at_step}: "
-                f"write KillWorker(worker={self.worker}, at_step=1) to kill it after its first "
-                "step."
+            refuse(
+                "KillWorker.at_step",
+                self.at_step,
+                must=">= 1 (the first step is 1)",
+                write=f"KillWorker(worker={self.worker}, at_step=1) to kill it after its first "
+                "step",
+                error=ValueError,
             )
 
 

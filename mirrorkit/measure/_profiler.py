@@ -1,44 +1,7 @@
 """TensorFlow's profiler for :mod:`~mirrorkit.measure.tracing`: record steps, read the all-reduce.
 
-A profiler session records TraceMe events (op executions, step markers) on every
-thread (and device activity on GPUs). ``_pywrap_profiler.ProfilerSession.stop()``
-hands them back in memory, as a serialized ``tensorflow.profiler.Trace`` (the
-XSpace converted to trace events: one clock for all events, times in
-picoseconds), so nothing is written to disk; it is parsed with the
-``trace_events_pb2`` class TensorFlow ships. ``tf.profiler.experimental.start`` /
-``stop`` would write the XSpace to a log directory instead, which costs more.
-
-Which replica ran an all-reduce op (:func:`profiled_steps`, for the per-replica tracks of
-:meth:`~mirrorkit.measure.tracing.StepTrace.to_trace_events`). Profiling one step of
-``mk.make_strategy()`` on 4 simulated CPU replicas shows what a host op event carries:
-
-* **device id**: none. Every host op event is on the one ``/host:CPU`` device, whichever
-  replica's device (``CPU:0``...``CPU:3``) ran it; only GPU device planes
-  (``/device:GPU:k``) tell devices apart.
-* **thread**: none. TensorFlow's shared ``tf_Compute`` pool runs every replica's ops (one
-  thread ran ops of ``replica_1/``, ``replica_3/``, ``replica_2/`` and replica 0 in one
-  step) and the shared ``collective_ops`` pool ran three replicas' all-reduces on one thread.
-* **op name**: MirroredStrategy runs replica k's function under the name scope
-  ``replica_k/`` (k >= 1; replica 0 has none), so forward and backward ops
-  (``replica_1/pow``, ``gradient_tape/replica_1/...``) name their replica. The all-reduce
-  ops do not: they are built in cross-replica context, ``sgd/CollectiveReduceV2``,
-  ``sgd/CollectiveReduceV2_1``, ... whose suffix is only the order they were created in.
-* **args**: no device. But a ``_Send``/``_Recv`` carries its rendezvous ``key``
-  (``"<from device>;<incarnation>;<to device>;<edge>;<frame:iter>"``) and the ``from``/``to``
-  ops it links: ``_Send`` ``{to: sgd/CollectiveReduceV2_3, key:
-  .../device:CPU:0;...;.../device:CPU:3;...}`` proves ``CollectiveReduceV2_3`` ran on CPU:3.
-  Seen for the all-reduce of every replica but the one on the device those sends come
-  from. A collective op's ``group_key``, ``instance_key`` and ``step_id`` name its
-  collective, whose members run on distinct devices, one per replica.
-
-So an all-reduce op event is attributed, first rule that applies: on a GPU plane, to the
-replica of that device; by a ``replica_k/`` scope in its name, to replica k; by the
-rendezvous key of a ``_Send``/``_Recv`` (its own, for a counted copy: a ``_Send`` runs on
-its from device, a ``_Recv`` on its to device; else one naming the op), to the replica on
-that device; and a collective whose members but one are attributed, with one member per
-replica, gives its last member to the replica left. Anything else (no evidence, evidence
-that disagrees, a device no replica uses such as a host CPU that sums for
-``ReductionToOneDevice`` on GPUs) stays unattributed (``replica`` ``None``) with the reason.
+What a profile event carries, and how an all-reduce op is placed on its replica:
+docs/design/measure.md.
 """
 
 from __future__ import annotations
@@ -271,7 +234,7 @@ _NO_EVIDENCE = "no device for this op in the profile"
 
 
 def _attribute(reduces, planes, placed, devices, groups) -> list[tuple[int | None, str]]:
-    """(replica or None, evidence) for each all-reduce op event (module docstring)."""
+    """(replica or None, evidence) for each all-reduce op event (rules: docs/design/measure.md)."""
     out: list[tuple[int | None, str]] = []
     for _, _, kind, op, event in reduces:
         plane = planes.get(event.device_id, "")

@@ -6,6 +6,13 @@ there are some) before TensorFlow starts, shows a plain-text progress bar on
 stderr, prints the results table on stdout and writes them as JSON (``--out``)
 and CSV (``--csv``). Load a JSON file back with
 ``AllReduceBenchmark.from_json(path)`` to compare machines.
+
+Example:
+    >>> from mirrorkit.measure.command import main
+    >>> main(["--replicas", "1"])  # refused before TensorFlow starts; the reason is on stderr
+    Traceback (most recent call last):
+    ...
+    SystemExit: 2
 """
 
 from __future__ import annotations
@@ -14,10 +21,11 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
+from mirrorkit._algorithms import ALL_REDUCE_ALGORITHMS
 from mirrorkit.devices import MAX_REPLICAS
 from mirrorkit.report.units import parse_size
-from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS
 
 _BAR = 30
 
@@ -42,8 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     for option, path in (("--out", args.out), ("--csv", args.csv)):
-        if path is not None:
-            _check_output(parser, option, path)
+        problem = _unwritable(option, path) if path is not None else None
+        if problem:
+            parser.error(problem)
 
     import mirrorkit as mk
 
@@ -82,21 +91,27 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _check_output(parser: argparse.ArgumentParser, option: str, path: str) -> None:
-    """Refuse now a file the run could not write at its end."""
+def _unwritable(option: str, path: str) -> str | None:
+    """Why the run could not write ``path`` at its end, or ``None``: refused before it starts."""
     target = Path(path)
     if target.is_dir():
-        parser.error(
+        return (
             f"argument {option}: {path!r} is a folder; give a file name in it, e.g. "
             f"{option} {target / 'results.json'}."
         )
     folder = target.parent
     if not folder.is_dir():
-        parser.error(
+        return (
             f"argument {option}: the folder {str(folder)!r} does not exist, so {path!r} could "
             f"not be written after the run; create it first (mkdir -p {folder}) or write the "
             "file elsewhere."
         )
+    return None
+
+
+def _refuse_option(problem: str, example: str) -> NoReturn:
+    """Refuse an option's value: argparse prints ``problem; example.`` and exits with 2."""
+    raise argparse.ArgumentTypeError(f"{problem}; {example}.")
 
 
 def _size(text: str) -> int:
@@ -104,48 +119,48 @@ def _size(text: str) -> int:
     try:
         nbytes = parse_size(text)
     except (TypeError, ValueError) as error:
-        raise argparse.ArgumentTypeError(f"{error} ({example}).") from None
+        _refuse_option(str(error).rstrip("."), example)
     if nbytes <= 0:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a positive size: each replica sends at least 4 bytes; {example}."
+        _refuse_option(
+            f"{text!r} is not a positive size: each replica sends at least 4 bytes", example
         )
     if nbytes % 4:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} ({nbytes} bytes) is not a multiple of 4 (float32 elements); {example}."
+        _refuse_option(
+            f"{text!r} ({nbytes} bytes) is not a multiple of 4 (float32 elements)", example
         )
     return nbytes
 
 
 def _replicas(text: str) -> int:
     example = "write counts such as --replicas 2 4"
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a whole number of replicas; {example}."
-        ) from None
+    n = _whole(text)
+    if n is None:
+        _refuse_option(f"{text!r} is not a whole number of replicas", example)
     if n < 2:
-        raise argparse.ArgumentTypeError(
+        _refuse_option(
             f"{n}: an all-reduce needs at least 2 replicas (with 1 there is nothing to "
-            f"reduce with, so nothing to measure); {example}."
+            "reduce with, so nothing to measure)",
+            example,
         )
     if n > MAX_REPLICAS:
-        raise argparse.ArgumentTypeError(
-            f"{n} replicas is more than mirrorkit simulates ({MAX_REPLICAS}); {example}."
-        )
+        _refuse_option(f"{n} replicas is more than mirrorkit simulates ({MAX_REPLICAS})", example)
     return n
 
 
 def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a whole number; write a count such as 5."
-        ) from None
+    n = _whole(text)
+    if n is None:
+        _refuse_option(f"{text!r} is not a whole number", "write a count such as 5")
     if n < 1:
-        raise argparse.ArgumentTypeError(f"{n} must be at least 1; write a count such as 5.")
+        _refuse_option(f"{n} must be at least 1", "write a count such as 5")
     return n
+
+
+def _whole(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 def _parser() -> argparse.ArgumentParser:

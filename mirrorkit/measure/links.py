@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from mirrorkit._validate import refuse
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.units import format_rate
 
@@ -50,40 +51,29 @@ class Link:
     note: str = ""
 
     def __post_init__(self) -> None:
-        example = (
+        write = (
             "Link('10 GbE', 10e9 / 8, 'per direction, MAC data rate', 'https://...'): "
             "the bandwidth in bytes per second, one direction"
         )
         if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"name must be non-empty text, got {self.name!r}: write {example}.")
+            refuse("name", self.name, must="non-empty text", write=write, error=ValueError)
         bandwidth = self.bandwidth
         if isinstance(bandwidth, bool) or not isinstance(bandwidth, int | float):
-            raise TypeError(
-                f"bandwidth must be a number of bytes per second, got "
-                f"{type(bandwidth).__name__} {bandwidth!r}: write {example}."
-            )
+            shown = f"{type(bandwidth).__name__} {bandwidth!r}"
+            refuse("bandwidth", must="a number of bytes per second", got=shown, write=write)
         if not (bandwidth > 0 and math.isfinite(bandwidth)):
-            raise ValueError(
-                f"bandwidth must be a positive, finite number of bytes per second, got "
-                f"{bandwidth!r}: write {example}."
-            )
+            must = "a positive, finite number of bytes per second"
+            refuse("bandwidth", bandwidth, must=must, write=write, error=ValueError)
         object.__setattr__(self, "bandwidth", float(bandwidth))
         for name in ("counts", "source", "note"):
             if not isinstance(getattr(self, name), str):
-                raise TypeError(
-                    f"{name} must be text, got {type(getattr(self, name)).__name__}: "
-                    f"write {example}."
-                )
+                refuse(name, getattr(self, name), must="text", write=write)
         if not self.counts.strip():
-            raise ValueError(
-                "counts must say what the figure counts (e.g. 'per direction, after "
-                f"encoding'), got an empty text: write {example}."
-            )
+            must = "text that says what the figure counts (e.g. 'per direction, after encoding')"
+            refuse("counts", self.counts, must=must, write=write, error=ValueError)
         if not self.source.startswith(("http://", "https://")):
-            raise ValueError(
-                f"source must be the URL the figure comes from, got {self.source!r}: "
-                f"write {example}."
-            )
+            must = "the URL the figure comes from"
+            refuse("source", self.source, must=must, write=write, error=ValueError)
 
 
 class _LinkTable(Mapping, Reported):
@@ -222,15 +212,19 @@ LINKS = _LinkTable(
 
 
 def resolve_link(value) -> Link | None:
-    """``None``, a :class:`Link`, or the link named ``value`` in :data:`LINKS` (forgiving case)."""
+    """``None``, a :class:`Link`, or the link named ``value`` in :data:`LINKS` (forgiving case).
+
+    Example:
+        >>> resolve_link("PCIe 4.0 x16") is resolve_link("pcie4_x16") is LINKS["pcie4_x16"]
+        True
+    """
     if value is None or isinstance(value, Link):
         return value
     names = ", ".join(LINKS)
     if not isinstance(value, str):
-        raise TypeError(
-            f"link must be a name in LINKS or a Link, got {type(value).__name__} {value!r}: "
-            f"write e.g. link='nvlink4_h100'; the names are {names}."
-        )
+        must = "a name in LINKS or a Link"
+        write = f"link='nvlink4_h100'; the names are {names}"
+        refuse("link", must=must, got=f"{type(value).__name__} {value!r}", write=write)
     if value in LINKS:
         return LINKS[value]
     folded = {k.lower(): k for k in LINKS} | {v.name.lower(): k for k, v in LINKS.items()}

@@ -1,23 +1,16 @@
-"""Play an all-reduce step by step on real per-replica values, and check it against TensorFlow's.
+"""Play an all-reduce's schedule on per-replica values in NumPy, and judge it against another.
 
-:func:`replay_all_reduce` takes what a real ``strategy.run`` returned on each replica
-(a step's gradients, say), lays each replica's values end to end as one vector, and
-plays an algorithm's :class:`~mirrorkit.measure.schedules.Schedule` on them in NumPy:
-every transfer carries the actual numbers of its chunk, in the values' own dtype, and
-the receiver adds or keeps them in the order the algorithm does. It then runs the
-strategy's own all-reduce (``ReplicaContext.all_reduce(SUM, ...)`` inside
-``strategy.run``, with that algorithm, on the same devices and the same vectors) and
-compares the results.
+Why two correct all-reduces can differ, and by how much: docs/design/measure.md.
 
-Float addition is not associative: ``(a + b) + c`` and ``a + (b + c)`` can differ in the
-last bits. The ring adds chunk ``c`` starting at replica ``c``; ``ReductionToOneDevice``
-adds replica 0, 1, 2... in order; TensorFlow's own ring also cuts chunks into sub-chunks
-with their own order. So two correct all-reduces can differ, by at most
-about ``2 (n - 1) * eps * sum(|x_i|)`` per element (``eps`` the dtype's unit roundoff, ``n``
-replicas; each order's error is within half of that of the exact sum; precisely
-``2 gamma_(n-1) sum(|x_i|)``, ``gamma_k = k eps / (1 - k eps)``). A difference
-beyond that bound is not rounding: something was summed that should not have been, or
-left out.
+Example:
+    >>> import numpy as np
+    >>> from mirrorkit.measure.replay import AllReduceReplay
+    >>> from mirrorkit.measure.schedules import schedule
+    >>> inputs = (np.array([1.0, 2.0], np.float32), np.array([10.0, 20.0], np.float32))
+    >>> replay = AllReduceReplay(schedule=schedule("collective", 2), devices=("a", "b"),
+    ...                          inputs=inputs, strategy_result=(inputs[0] + inputs[1],) * 2)
+    >>> replay.comparison.verdict
+    'identical'
 """
 
 from __future__ import annotations
@@ -27,13 +20,11 @@ from functools import cached_property
 
 import numpy as np
 
-from mirrorkit.measure.schedules import Schedule, schedule
+from mirrorkit._validate import require_count
+from mirrorkit.measure.schedules import Schedule
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.units import format_size
 from mirrorkit.report.values import number
-from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS, all_reduce_name
-
-_DTYPES = ("float16", "float32", "float64")
 
 
 @dataclass(frozen=True)
@@ -164,13 +155,9 @@ class AllReduceReplay(Reported):
 
     def _step(self, step: int) -> int:
         last = len(self.schedule.steps)
-        if isinstance(step, bool) or not isinstance(step, int | np.integer):
-            raise TypeError(f"step must be an int from 0 to {last}, got {step!r}.")
-        if not 0 <= step <= last:
-            raise ValueError(
-                f"step must be from 0 (the inputs) to {last} (the result), got {step}."
-            )
-        return int(step)
+        write = f"a step from 0 (the inputs) to {last} (the result), e.g. step={last}"
+        step = int(step) if isinstance(step, np.integer) else step
+        return require_count("step", step, minimum=0, maximum=last, write=write)
 
     def report(self) -> Report:
         """One row per step: what moves, and the bytes on the busiest link."""
@@ -270,143 +257,6 @@ class AllReduceReplay(Reported):
         return out
 
 
-def replay_all_reduce(strategy, values, algorithm: str | None = None) -> AllReduceReplay:
-    """Play an all-reduce on real per-replica values, and compare with the strategy's own.
-
-    Args:
-        strategy: The ``tf.distribute.MirroredStrategy`` that made ``values``.
-        values: What ``strategy.run`` returned: a ``PerReplica`` value, or a list or dict
-            of them (a step's gradients). Each replica's tensors, flattened and laid end to
-            end in ``tf.nest`` order, make the vector the replay reduces. Float16, float32 or
-            float64, one dtype for all.
-        algorithm: Which all-reduce to play, a name from ``ALL_REDUCE_ALGORITHMS``;
-            ``None`` plays the strategy's own, and the comparison runs the strategy's own
-            all-reduce; another name is compared with ``mk.make_strategy(algorithm,
-            devices=<the strategy's devices>)``.
-
-    Returns:
-        An :class:`AllReduceReplay`; ``print`` it for the steps and the verdict, or draw it
-        with ``mirrorwidgets.AllReduceStepper``.
-
-    Raises:
-        TypeError: If ``strategy`` is not a MirroredStrategy, or ``values`` holds something
-            that is not a per-replica float tensor.
-        ValueError: If the strategy has one replica, values are empty, or the algorithm is
-            unknown.
-        AllReduceUnavailableError: If ``algorithm`` cannot run on these devices (NCCL without
-            GPUs).
-
-    Example:
-        On several replicas (``mk.simulate_replicas(4)`` first, as every chapter does) this
-        plays the ring on 8 numbers per replica; here, where TensorFlow has one device, it
-        says why it cannot:
-
-        >>> import mirrorkit as mk, tensorflow as tf
-        >>> strategy = mk.make_strategy()
-        >>> def grads():
-        ...     r = tf.distribute.get_replica_context().replica_id_in_sync_group
-        ...     return tf.range(8, dtype=tf.float32) * tf.cast(r + 1, tf.float32)
-        >>> if strategy.num_replicas_in_sync > 1:
-        ...     replay = mk.replay_all_reduce(strategy, strategy.run(grads))
-        ...     assert replay.comparison.verdict in ("identical", "rounding")
-        ... else:
-        ...     mk.replay_all_reduce(strategy, strategy.run(grads))
-        Traceback (most recent call last):
-        ...
-        ValueError: this strategy has one replica, so an all-reduce sends nothing: run mk.simulate_replicas(4) before TensorFlow starts, then mk.make_strategy().
-    """  # noqa: E501
-    import tensorflow as tf
-
-    call = "mk.replay_all_reduce(strategy, strategy.run(step_fn, ...))"
-    if not isinstance(strategy, tf.distribute.MirroredStrategy):
-        raise TypeError(
-            f"strategy must be a tf.distribute.MirroredStrategy, got {type(strategy).__name__}: "
-            f"pass the strategy whose run made the values, e.g. {call}."
-        )
-    devices = tuple(strategy.extended.worker_devices)
-    n = len(devices)
-    if n < 2:
-        raise ValueError(
-            "this strategy has one replica, so an all-reduce sends nothing: run "
-            "mk.simulate_replicas(4) before TensorFlow starts, then mk.make_strategy()."
-        )
-    own = all_reduce_name(strategy)
-    if algorithm is None:
-        algorithm = own
-        if algorithm is None:
-            ops = type(strategy.extended._cross_device_ops).__name__
-            raise ValueError(
-                f"the strategy's all-reduce {ops} is not one the replay knows; pass algorithm= "
-                f"one of {', '.join(map(repr, ALL_REDUCE_ALGORITHMS))}."
-            )
-    plan = schedule(algorithm, n)  # checks the name
-    per_replica = _per_replica_tensors(tf, strategy, values, n, call)
-    inputs = tuple(np.concatenate([t.reshape(-1) for t in tensors]) for tensors in per_replica)
-    if inputs[0].size == 0:
-        raise ValueError("values hold no numbers: pass tensors with at least one element.")
-    if algorithm == own:
-        other = strategy
-    else:
-        from mirrorkit.strategy import make_strategy
-
-        other = make_strategy(algorithm, devices=list(devices))
-    result = _strategy_all_reduce(tf, other, inputs)
-    return AllReduceReplay(plan, devices, inputs, result)
-
-
-def _per_replica_tensors(tf, strategy, values, n: int, call: str) -> list[list[np.ndarray]]:
-    leaves = tf.nest.flatten(values)
-    if not leaves:
-        raise ValueError(f"values is empty: pass what strategy.run returned, e.g. {call}.")
-    out: list[list[np.ndarray]] = [[] for _ in range(n)]
-    dtypes = set()
-    for leaf in leaves:
-        local = strategy.experimental_local_results(leaf)
-        if len(local) != n or not all(tf.is_tensor(t) for t in local):
-            raise TypeError(
-                f"values must be per-replica tensors from this strategy's run ({n} replicas); got "
-                f"{type(leaf).__name__}: pass what strategy.run returned, e.g. {call}."
-            )
-        for r, tensor in enumerate(local):
-            array = np.asarray(tensor.numpy())
-            dtypes.add(str(array.dtype))
-            out[r].append(array)
-    if len(dtypes) != 1 or next(iter(dtypes)) not in _DTYPES:
-        raise TypeError(
-            f"values must all be one float dtype ({', '.join(_DTYPES)}), got "
-            f"{', '.join(sorted(dtypes))}: cast them, e.g. tf.cast(x, tf.float32)."
-        )
-    return out
-
-
-def _strategy_all_reduce(tf, strategy, inputs) -> tuple[np.ndarray, ...]:
-    """``strategy``'s own all-reduce (SUM) of each replica's flat vector, as each replica got it.
-
-    One shape-generic ``tf.function`` per strategy, kept with it, so replaying again does not
-    retrace.
-    """
-    kept = _REDUCERS.get(id(strategy))
-    if kept is None or kept[0] is not strategy:
-
-        def on_replica(vector):
-            context = tf.distribute.get_replica_context()
-            return context.all_reduce(tf.distribute.ReduceOp.SUM, vector)
-
-        function = tf.function(
-            lambda values: strategy.run(on_replica, args=(values,)), reduce_retracing=True
-        )
-        kept = _REDUCERS[id(strategy)] = (strategy, function)
-    distributed = strategy.experimental_distribute_values_from_function(
-        lambda ctx: tf.constant(inputs[ctx.replica_id_in_sync_group])
-    )
-    reduced = kept[1](distributed)
-    return tuple(np.asarray(t.numpy()) for t in strategy.experimental_local_results(reduced))
-
-
-# id(strategy) -> (strategy, its all-reduce function); the strategy is kept so ids stay unique.
-_REDUCERS: dict[int, tuple[object, object]] = {}
-
-
 def _play(plan: Schedule, inputs: tuple[np.ndarray, ...]) -> list:
     """Run the schedule on the values: per step, the chunks it changed and their new values.
 
@@ -448,7 +298,11 @@ def _compare(inputs, replayed, result) -> Comparison:
     error = np.abs(result[0].astype(np.float64) - exact) / scale
     agree = all(np.array_equal(result[0], r) for r in result[1:])
     return Comparison(
-        float(difference.max()), float(2 * scale.max()), verdict, float(error.max()), agree
+        max_difference=float(difference.max()),
+        bound=float(2 * scale.max()),
+        verdict=verdict,
+        strategy_error=float(error.max()),
+        replicas_agree=agree,
     )
 
 

@@ -1,29 +1,6 @@
 """Who sends what to whom, step by step, in each all-reduce algorithm ``tf.distribute`` offers.
 
-A :class:`Schedule` lists the steps of one algorithm on ``n`` replicas. In each step
-every :class:`Transfer` moves one chunk of a replica's buffer to another replica,
-which either adds it to its own copy of that chunk or overwrites its copy with it.
-Transfers of one step happen at the same time; a replica's chunk is sent as it was
-when the step began.
-
-* ``"collective"`` and ``"nccl"``: the ring. The tensor is cut into ``n`` chunks.
-  *Reduce-scatter*, ``n - 1`` steps: replica ``r`` sends chunk ``(r - s) mod n`` to
-  replica ``r + 1``, which adds it to its own; afterwards replica ``r`` holds the
-  complete sum of chunk ``r + 1``. *All-gather*, ``n - 1`` steps: replica ``r`` sends
-  chunk ``(r + 1 - s) mod n`` on, and the receiver overwrites its copy. Each replica
-  sends ``2 (n - 1)`` chunks, ``2 (n - 1) / n`` times its tensor, whatever ``n`` is.
-  This is the textbook ring NCCL and TensorFlow's ``RingReducer`` run (TensorFlow also
-  cuts each chunk into sub-chunks, which changes the order of additions, not the bytes).
-* ``"one_device"`` (``ReductionToOneDevice``): every replica sends its whole tensor to
-  replica 0, which adds them in replica order (``add_n``), then sends the sum back to
-  each: 2 steps, but replica 0's link carries ``(n - 1)`` tensors each way.
-* ``"hierarchical_copy"`` (``HierarchicalCopyAllReduce``, with its default single pack):
-  exactly as TensorFlow's ``aggregate_gradients_using_hierarchical_copy`` does it. Two
-  groups of ``n // 2`` replicas (0 to n/2 - 1 and n/2 to n - 1), each summed on its first
-  replica; the second group's sum goes to replica 0; the total comes back to replica
-  ``n // 2``; each group's first replica copies it to the others. With an odd ``n`` the
-  last replica belongs to neither group: its values are never sent, although it receives
-  the result.
+The algorithms, step by step: docs/design/measure.md.
 
 Example:
     >>> from mirrorkit.measure.schedules import schedule
@@ -41,7 +18,8 @@ from functools import cached_property
 
 import numpy as np
 
-from mirrorkit.strategy import ALL_REDUCE_ALGORITHMS
+from mirrorkit._algorithms import ALL_REDUCE_ALGORITHMS
+from mirrorkit._validate import refuse, require_count
 
 #: What a receiver does with a chunk: add it to its own copy, or replace its copy with it.
 COMBINES = ("add", "copy")
@@ -246,16 +224,10 @@ def schedule(algorithm: str, replicas: int) -> Schedule:
     """
     if algorithm not in ALL_REDUCE_ALGORITHMS:
         known = ", ".join(repr(k) for k in ALL_REDUCE_ALGORITHMS)
-        raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; choose from {known}.")
-    if isinstance(replicas, bool) or not isinstance(replicas, int):
-        raise TypeError(
-            f"replicas must be an int, got {type(replicas).__name__} {replicas!r}: write e.g. 4."
-        )
-    if replicas < 2:
-        raise ValueError(
-            f"an all-reduce needs at least 2 replicas, got {replicas}: with one replica "
-            "nothing is sent; run mk.simulate_replicas(4) first to see one."
-        )
+        must = f"an all-reduce algorithm; choose from {known}"
+        refuse("algorithm", algorithm, must=must, write="algorithm='collective'", error=ValueError)
+    write = "replicas=4 (an all-reduce needs at least 2 replicas: run mk.simulate_replicas(4))"
+    replicas = require_count("replicas", replicas, minimum=2, write=write)
     build = {"one_device": _one_device, "hierarchical_copy": _hierarchical}.get(algorithm, _ring)
     chunks, steps = build(replicas)
     return Schedule(algorithm, replicas, chunks, tuple(s for s in steps if s.transfers))

@@ -1,10 +1,7 @@
 """The one renderer behind every report's text and HTML: a headline, a table, then lines.
 
-Each report of mirrorkit (a replica table, a check's verdict, an input preview, a
-benchmark, a step trace...) describes itself once, as a :class:`Report`, and inherits
-``__str__``, ``__repr__`` and ``_repr_html_`` from :class:`Reported`. The text form is
-what ``print`` shows and nbval compares; the HTML form is what a notebook draws, styled by
-:data:`mirrorkit.report.style.CSS` alone.
+A report describes itself once, as a :class:`Report`; :class:`Reported` gives it ``print``,
+``repr`` and notebook HTML (design: docs/design/report.md).
 
 Example:
     >>> from mirrorkit.report.render import Line, Report

@@ -7,4 +7,9 @@
   killed worker.
 * :mod:`~mirrorkit.training.scaling`: one task trained at several replica counts, to compare
   learning-rate rules side by side.
+
+Example:
+    >>> from mirrorkit.training.scaling import linear_scaling_schedule
+    >>> linear_scaling_schedule(0.1, 2)
+    0.2
 """

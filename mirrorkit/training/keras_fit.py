@@ -1,22 +1,15 @@
 """Keras 3 ``fit`` under ``MultiWorkerMirroredStrategy``: the working path, as a tested function.
 
-In TensorFlow 2.21 with Keras 3.15, ``model.fit`` fails under MWMS twice over (both in
-``keras/src/backend/tensorflow/trainer.py``):
+Why ``model.fit`` fails under MWMS in TensorFlow 2.21 with Keras 3.15, and how
+:func:`fit_ready` avoids it: docs/design/core.md, "Keras fit under MultiWorkerMirroredStrategy".
 
-1. A model made in ``strategy.scope()`` remembers the strategy, and ``fit`` then builds
-   it "symbolically" from one batch, calling ``strategy.reduce("MEAN", (x, y), axis=None)``
-   on a tuple of per-replica values, which MWMS with several workers hands whole to its
-   collective all-reduce (``MirroredStrategy`` reduces it element by element):
-   "Attempt to convert a value (PerReplica...) with an unsupported type".
-2. With several workers, Keras reduces every log value with
-   ``strategy.reduce("MEAN", value, axis=0)``, which fails on the scalar loss:
-   "Invalid reduction dimension 0 for input with 0 dimensions".
-
-:func:`fit_ready` avoids both with public Keras API: it wraps the model (whose variables
-were made in the strategy's scope, as always) in a model object made *outside* the
-scope, so ``fit`` skips the symbolic build, and whose train and test steps return
-each log value as a vector of one element, which the multi-worker reduction accepts.
-The numbers ``fit`` computes are unchanged.
+Example:
+    >>> import keras
+    >>> import mirrorkit as mk
+    >>> with mk.make_strategy().scope():
+    ...     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    >>> mk.fit_ready(model).inner is model
+    True
 """
 
 from __future__ import annotations

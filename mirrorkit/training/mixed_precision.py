@@ -1,20 +1,14 @@
 """Watch dynamic loss scaling at work in a small custom training loop under a strategy.
 
-Under a ``mixed_float16`` policy, layers compute in float16, whose largest value is
-65504 and whose smallest normal one is about 6e-5: small gradients vanish. Keras 3's
-``keras.optimizers.LossScaleOptimizer`` multiplies the loss by a *loss scale* before
-the gradient is taken (``optimizer.scale_loss(loss)``) and divides the gradients by it
-before applying them (inside ``apply_gradients``). The scale is dynamic:
+How the loss scale moves, and why :func:`overflow_seen_by_all` is needed under
+``MirroredStrategy``: docs/design/core.md, "Loss scaling".
 
-- if any gradient is ``inf`` or ``nan`` (an overflow), the step is skipped (the
-  weights do not change) and the scale is halved. Under ``MirroredStrategy`` Keras 3.15
-  looks only at the first replica's gradients: :func:`overflow_seen_by_all` makes the
-  others' overflows count too, and :func:`run_loss_scale` uses it;
-- after ``dynamic_growth_steps`` steps in a row with finite gradients, it doubles.
-
-(Keras 2's ``get_scaled_loss`` / ``get_unscaled_gradients`` no longer exist.)
-:func:`run_loss_scale` records this step by step; :func:`mixed_precision_policy` sets
-Keras's global policy (kept per thread) for a ``with`` block only.
+Example:
+    >>> import mirrorkit as mk
+    >>> history = mk.run_loss_scale(mk.make_strategy(), steps=2, overflow_steps=[1],
+    ...                             initial_scale=8.0)
+    >>> history.skipped_steps
+    (1,)
 """
 
 from __future__ import annotations
@@ -22,11 +16,11 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from mirrorkit._validate import require_strategy
+from mirrorkit._validate import refuse, require_strategy
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import number
 
@@ -76,15 +70,14 @@ def mixed_precision_policy(name: str) -> Iterator:
 
     names = "'mixed_float16', 'mixed_bfloat16' or 'float32'"
     if isinstance(name, keras.mixed_precision.DTypePolicy):
-        raise TypeError(
-            f"name must be a policy's name, got the policy object {name.name!r}: write "
-            f"mixed_precision_policy({name.name!r})."
+        got = f"the policy object {name.name!r}"
+        refuse(
+            "name", must="a policy's name", got=got, write=f"mixed_precision_policy({name.name!r})"
         )
     if name is not None and not isinstance(name, str):
-        raise TypeError(
-            f"name must be a policy name such as {names}, got {type(name).__name__} "
-            f"{name!r}: write e.g. mixed_precision_policy('mixed_float16')."
-        )
+        got = f"{type(name).__name__} {name!r}"
+        write = "e.g. mixed_precision_policy('mixed_float16')"
+        refuse("name", must=f"a policy name such as {names}", got=got, write=write)
     try:
         policy = keras.mixed_precision.DTypePolicy(name)
     except (TypeError, ValueError) as error:
@@ -116,7 +109,9 @@ class LossScaleStep:
 
     Example:
         >>> from mirrorkit import LossScaleStep
-        >>> LossScaleStep(0, 0.5, 1024.0, True, False, 512.0, float("inf")).overflow
+        >>> step = LossScaleStep(step=0, loss=0.5, loss_scale=1024.0, overflow=True,
+        ...                      weights_changed=False, next_scale=512.0, grad_norm=float("inf"))
+        >>> step.overflow
         True
     """
 
@@ -196,25 +191,6 @@ class LossScaleHistory(Reported):
         )
 
 
-def _overflow_steps(overflow_steps, steps: int) -> frozenset[int]:
-    """The steps to force an overflow at, checked: ints from 0 to ``steps - 1``."""
-    if isinstance(overflow_steps, int | float | str) or not isinstance(overflow_steps, Iterable):
-        raise TypeError(
-            "overflow_steps must be a list of step numbers, e.g. overflow_steps=[2] "
-            f"(or [] for none), got {type(overflow_steps).__name__} {overflow_steps!r}."
-        )
-    chosen = []
-    for step in overflow_steps:
-        index = _int_or_none(step)
-        if index is None or not 0 <= index < steps:
-            raise ValueError(
-                f"overflow_steps holds {step!r}, but steps are counted from 0 to {steps - 1} "
-                f"(steps={steps}): give step numbers in that range."
-            )
-        chosen.append(index)
-    return frozenset(chosen)
-
-
 def _int_or_none(value) -> int | None:
     """``value`` as an int if it is a whole number type (NumPy's too), else None."""
     if isinstance(value, bool):
@@ -223,15 +199,6 @@ def _int_or_none(value) -> int | None:
         return operator.index(value)
     except TypeError:
         return None
-
-
-def _positive_int(name: str, value, example: int) -> int:
-    number = _int_or_none(value)
-    if number is None or number < 1:
-        raise ValueError(
-            f"{name} must be a positive int, got {value!r}: write e.g. {name}={example}."
-        )
-    return number
 
 
 def overflow_seen_by_all(gradients: list) -> list:
@@ -315,58 +282,125 @@ def run_loss_scale(
         >>> history.scales
         (4.0, 4.0, 8.0, 8.0)
     """
-    import keras
-    import tensorflow as tf
+    settings = _LossScaleSettings(
+        policy=policy,
+        steps=steps,
+        overflow_steps=overflow_steps,
+        initial_scale=initial_scale,
+        dynamic_growth_steps=dynamic_growth_steps,
+        learning_rate=learning_rate,
+        global_batch=global_batch,
+        seed=seed,
+    )
+    settings = _settings_set_up(strategy, settings)
+    with mixed_precision_policy(policy):
+        loop = _LossScaleLoop(strategy, settings)
+        records = tuple(loop.step(step) for step in range(settings.steps))
+    return _history(strategy, settings, records)
 
+
+@dataclass(frozen=True)
+class _LossScaleSettings:
+    """The arguments of :func:`run_loss_scale`, as given, then as checked."""
+
+    policy: str
+    steps: int
+    overflow_steps: Iterable[int]
+    initial_scale: float
+    dynamic_growth_steps: int
+    learning_rate: float
+    global_batch: int
+    seed: int
+
+
+def _settings_set_up(strategy, settings: _LossScaleSettings) -> _LossScaleSettings:
+    """Set-up: the settings with whole numbers as ints, or a refusal naming the wrong one."""
     require_strategy(strategy, "mk.run_loss_scale(strategy)")
-    if not isinstance(policy, str) or policy not in MIXED_PRECISION_POLICIES:
-        known = ", ".join(repr(p) for p in MIXED_PRECISION_POLICIES)
-        raise ValueError(f"unknown policy {policy!r}; choose one of {known}.")
-    steps = _positive_int("steps", steps, 6)
-    dynamic_growth_steps = _positive_int("dynamic_growth_steps", dynamic_growth_steps, 2)
-    global_batch = _positive_int("global_batch", global_batch, 8)
-    if isinstance(initial_scale, bool) or not isinstance(initial_scale, int | float):
-        raise TypeError(f"initial_scale must be a number such as 2.0**15, got {initial_scale!r}.")
-    if not initial_scale > 0:
-        raise ValueError(
-            f"initial_scale must be positive, got {initial_scale!r}: write e.g. "
-            "initial_scale=2.0**15."
+    if not isinstance(settings.policy, str) or settings.policy not in MIXED_PRECISION_POLICIES:
+        known = ", ".join(repr(name) for name in MIXED_PRECISION_POLICIES)
+        got = f"unknown policy {settings.policy!r}; choose one of {known}"
+        refuse(
+            "policy",
+            must="a mixed precision policy",
+            got=got,
+            write="policy='mixed_float16'",
+            error=ValueError,
         )
-    if isinstance(learning_rate, bool) or not isinstance(learning_rate, int | float):
-        raise TypeError(
-            f"learning_rate must be a number, got {type(learning_rate).__name__} "
-            f"{learning_rate!r}: write e.g. learning_rate=0.01."
+    for name, example in (("steps", 6), ("dynamic_growth_steps", 2), ("global_batch", 8)):
+        value = getattr(settings, name)
+        if _int_or_none(value) is None or value < 1:
+            write = f"e.g. {name}={example}"
+            refuse(name, must="a positive int", got=repr(value), write=write, error=ValueError)
+    for name, example in (("initial_scale", "2.0**15"), ("learning_rate", "0.01")):
+        value, write = getattr(settings, name), f"e.g. {name}={example}"
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            got = f"{type(value).__name__} {value!r}"
+            refuse(name, must=f"a number such as {example}", got=got, write=write)
+        if not value > 0:
+            refuse(name, must="positive", got=repr(value), write=write, error=ValueError)
+    if _int_or_none(settings.seed) is None:
+        got = f"{type(settings.seed).__name__} {settings.seed!r}"
+        refuse("seed", must="an int", got=got, write="e.g. seed=0")
+    if settings.seed < 0:
+        refuse(
+            "seed",
+            must="at least 0",
+            got=repr(settings.seed),
+            write="e.g. seed=0",
+            error=ValueError,
         )
-    if not learning_rate > 0:
-        raise ValueError(
-            f"learning_rate must be positive, got {learning_rate!r}: write e.g. learning_rate=0.01."
-        )
-    if _int_or_none(seed) is None:
-        raise TypeError(
-            f"seed must be an int, got {type(seed).__name__} {seed!r}: write e.g. seed=0."
-        )
-    if seed < 0:
-        raise ValueError(f"seed must be at least 0, got {seed}: write e.g. seed=0.")
-    overflow_steps = _overflow_steps(overflow_steps, steps)
+    overflow_steps = _overflow_step_set(settings.overflow_steps, operator.index(settings.steps))
     replicas = strategy.num_replicas_in_sync
-    if global_batch % replicas:
+    if operator.index(settings.global_batch) % replicas:
         fits = ", ".join(str(replicas * k) for k in (1, 2, 4))
         raise ValueError(
-            f"global_batch={global_batch} does not divide over {replicas} replicas: each "
-            f"replica must get the same number of examples. Use a multiple of {replicas}, "
-            f"such as {fits}."
+            f"global_batch={settings.global_batch} does not divide over {replicas} replicas: "
+            f"each replica must get the same number of examples. Use a multiple of "
+            f"{replicas}, such as {fits}."
         )
+    return replace(
+        settings,
+        steps=operator.index(settings.steps),
+        dynamic_growth_steps=operator.index(settings.dynamic_growth_steps),
+        global_batch=operator.index(settings.global_batch),
+        overflow_steps=overflow_steps,
+    )
 
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(global_batch, 4)).astype("float32")
-    y = (x @ rng.normal(size=(4, 1))).astype("float32")
-    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch).repeat()
-    inputs = iter(strategy.experimental_distribute_dataset(dataset))
 
-    with mixed_precision_policy(policy):
-        keras.utils.set_random_seed(seed)
+def _overflow_step_set(overflow_steps, steps: int) -> frozenset[int]:
+    """The steps to force an overflow at: a list of ints from 0 to ``steps - 1``, or why not."""
+    if isinstance(overflow_steps, int | float | str) or not isinstance(overflow_steps, Iterable):
+        got = f"{type(overflow_steps).__name__} {overflow_steps!r}"
+        write = "e.g. overflow_steps=[2] (or [] for none)"
+        refuse("overflow_steps", must="a list of step numbers", got=got, write=write)
+    chosen = []
+    for step in overflow_steps:
+        index = _int_or_none(step)
+        if index is None or not 0 <= index < steps:
+            raise ValueError(
+                f"overflow_steps holds {step!r}, but steps are counted from 0 to {steps - 1} "
+                f"(steps={steps}): give step numbers in that range."
+            )
+        chosen.append(index)
+    return frozenset(chosen)
+
+
+class _LossScaleLoop:
+    """The tiny model, its LossScaleOptimizer and its data, built under the strategy."""
+
+    def __init__(self, strategy, settings: _LossScaleSettings) -> None:
+        import keras
+        import tensorflow as tf
+
+        self.strategy, self.settings = strategy, settings
+        rng = np.random.default_rng(settings.seed)
+        x = rng.normal(size=(settings.global_batch, 4)).astype("float32")
+        y = (x @ rng.normal(size=(4, 1))).astype("float32")
+        dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(settings.global_batch)
+        self.inputs = iter(strategy.experimental_distribute_dataset(dataset.repeat()))
+        keras.utils.set_random_seed(settings.seed)
         with strategy.scope():
-            model = keras.Sequential(
+            self.model = keras.Sequential(
                 [
                     keras.Input((4,)),
                     keras.layers.Dense(8, activation="relu", name="hidden"),
@@ -376,75 +410,80 @@ def run_loss_scale(
                 ],
                 name="loss_scale_demo",
             )
-            optimizer = keras.optimizers.LossScaleOptimizer(
-                keras.optimizers.SGD(learning_rate),
-                initial_scale=initial_scale,
-                dynamic_growth_steps=dynamic_growth_steps,
+            self.optimizer = keras.optimizers.LossScaleOptimizer(
+                keras.optimizers.SGD(settings.learning_rate),
+                initial_scale=settings.initial_scale,
+                dynamic_growth_steps=settings.dynamic_growth_steps,
             )
-            optimizer.build(model.trainable_variables)
-        per_example_loss = keras.losses.MeanSquaredError(reduction="none")
+            self.optimizer.build(self.model.trainable_variables)
+        self.per_example_loss = keras.losses.MeanSquaredError(reduction="none")
+        self.train_step = tf.function(
+            lambda batch, factor: strategy.run(self._replica_step, args=(*batch, factor))
+        )
 
-        def replica_step(x_r, y_r, factor):
-            with tf.GradientTape() as tape:
-                prediction = model(x_r, training=True)
-                loss = tf.nn.compute_average_loss(
-                    per_example_loss(y_r, prediction), global_batch_size=global_batch
-                )
-                loss = loss * factor
-                scaled = optimizer.scale_loss(loss)
-            gradients = overflow_seen_by_all(tape.gradient(scaled, model.trainable_variables))
-            optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
-            return loss, [tf.cast(g, tf.float32) for g in gradients]
+    def _replica_step(self, x_r, y_r, factor):
+        import tensorflow as tf
 
-        @tf.function
-        def train_step(batch, factor):
-            return strategy.run(replica_step, args=(*batch, factor))
-
-        records = []
-        for step in range(steps):
-            scale = float(optimizer.dynamic_scale.numpy())
-            before = [w.copy() for w in model.get_weights()]
-            factor = tf.constant(
-                np.finfo(np.float32).max if step in overflow_steps else 1.0, tf.float32
+        model, optimizer = self.model, self.optimizer
+        with tf.GradientTape() as tape:
+            prediction = model(x_r, training=True)
+            loss = tf.nn.compute_average_loss(
+                self.per_example_loss(y_r, prediction),
+                global_batch_size=self.settings.global_batch,
             )
-            loss, gradients = train_step(next(inputs), factor)
-            loss = float(strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None))
-            summed = strategy.reduce(tf.distribute.ReduceOp.SUM, gradients, axis=None)
-            unscaled = [np.asarray(g, np.float64) / scale for g in summed]
-            with np.errstate(over="ignore", invalid="ignore"):
-                norm = float(np.sqrt(sum(np.sum(g * g) for g in unscaled)))
-            overflow = not all(np.all(np.isfinite(g)) for g in unscaled)
-            changed = any(
-                not np.array_equal(a, b) for a, b in zip(before, model.get_weights(), strict=True)
-            )
-            records.append(
-                LossScaleStep(
-                    step=step,
-                    loss=loss,
-                    loss_scale=scale,
-                    overflow=overflow,
-                    weights_changed=changed,
-                    next_scale=float(optimizer.dynamic_scale.numpy()),
-                    grad_norm=norm,
-                )
-            )
+            loss = loss * factor
+            scaled = optimizer.scale_loss(loss)
+        gradients = overflow_seen_by_all(tape.gradient(scaled, model.trainable_variables))
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+        return loss, [tf.cast(g, tf.float32) for g in gradients]
 
+    def step(self, step: int) -> LossScaleStep:
+        """Train one step (overflowing on purpose at the overflow steps) and record it."""
+        import tensorflow as tf
+
+        strategy, optimizer = self.strategy, self.optimizer
+        scale = float(optimizer.dynamic_scale.numpy())
+        before = [w.copy() for w in self.model.get_weights()]
+        overflow_here = step in self.settings.overflow_steps
+        factor = tf.constant(np.finfo(np.float32).max if overflow_here else 1.0, tf.float32)
+        loss, gradients = self.train_step(next(self.inputs), factor)
+        loss = float(strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None))
+        summed = strategy.reduce(tf.distribute.ReduceOp.SUM, gradients, axis=None)
+        unscaled = [np.asarray(g, np.float64) / scale for g in summed]
+        with np.errstate(over="ignore", invalid="ignore"):
+            norm = float(np.sqrt(sum(np.sum(g * g) for g in unscaled)))
+        after = self.model.get_weights()
+        return LossScaleStep(
+            step=step,
+            loss=loss,
+            loss_scale=scale,
+            overflow=not all(np.all(np.isfinite(g)) for g in unscaled),
+            weights_changed=any(
+                not np.array_equal(a, b) for a, b in zip(before, after, strict=True)
+            ),
+            next_scale=float(optimizer.dynamic_scale.numpy()),
+            grad_norm=norm,
+        )
+
+
+def _history(strategy, settings: _LossScaleSettings, records) -> LossScaleHistory:
+    """The history: the records and the notes that explain them."""
     notes = [
         "loss scale: what optimizer.scale_loss(loss) multiplied the loss by at that step; "
         "apply_gradients divides the gradients by it again."
     ]
-    if overflow_steps:
+    if settings.overflow_steps:
         notes.append(
             "At the overflow steps the loss was multiplied by the largest float32 on "
             "purpose: the gradients became inf or nan, the optimizer skipped the update and "
             "halved the scale."
         )
     return LossScaleHistory(
-        policy=policy,
+        policy=settings.policy,
         num_replicas=strategy.num_replicas_in_sync,
-        initial_scale=float(initial_scale),
-        dynamic_growth_steps=dynamic_growth_steps,
-        records=tuple(records),
+        initial_scale=float(settings.initial_scale),
+        dynamic_growth_steps=settings.dynamic_growth_steps,
+        records=records,
         notes=tuple(notes),
     )
 

@@ -1,9 +1,14 @@
 """Training functions for :class:`mirrorkit.LocalCluster` that survive a killed worker.
 
 Each takes a :class:`mirrorkit.WorkerContext` first and saves its progress as it goes,
-so a relaunched cluster resumes where the last save left off. The data of every step
-is a pure function of the step number and the input pipeline, which is what makes a
-resumed run train on exactly the batches an uninterrupted run would have seen.
+so a relaunched cluster resumes where the last save left off: the data of every step is
+a pure function of the step number, so a resumed run sees the batches an uninterrupted
+run would have seen.
+
+Example:
+    >>> from mirrorkit.training.recipes import compare_weights
+    >>> compare_weights([[1.0, 2.0]], [[1.0, 2.0]]).equal
+    True
 """
 
 from __future__ import annotations

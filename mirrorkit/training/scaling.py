@@ -1,15 +1,12 @@
 """The same task trained on 1, 2, 4, 8 replicas: what the global batch does to training.
 
-With a fixed batch per replica, the global batch grows with the replicas, and an epoch
-takes fewer steps. Plain SGD with the same learning rate then moves less per example
-seen. The *linear scaling rule* multiplies the learning rate by the growth of the
-global batch; a *warm-up* starts from the single-replica rate and raises it over the
-first steps. :func:`linear_scaling_schedule` builds that schedule from Keras's own
-``keras.optimizers.schedules.CosineDecay`` (its ``warmup_target`` and ``warmup_steps``,
-with ``alpha=1.0`` so that nothing decays afterwards); :func:`run_scaling_sweep` trains
-one model per replica count with a custom loop under
-``tf.distribute.MirroredStrategy(devices[:k])`` and records the loss per window of
-examples, so that the curves of every replica count share one x axis.
+The linear scaling rule, its warm-up, and how the sweep's curves share one x axis:
+docs/design/core.md, "Scaling the batch".
+
+Example:
+    >>> from mirrorkit.training.scaling import linear_scaling_schedule
+    >>> linear_scaling_schedule(0.1, 8)
+    0.8
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mirrorkit._validate import refuse, require_whole
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import number
 
@@ -42,7 +40,9 @@ class ScalingCurve:
 
     Example:
         >>> from mirrorkit.training.scaling import ScalingCurve
-        >>> curve = ScalingCurve(2, 16, 4, 0.2, 0, (32, 64), (1.5, 0.5), 0.4)
+        >>> curve = ScalingCurve(replicas=2, global_batch=16, steps=4, learning_rate=0.2,
+        ...                      warmup_steps=0, examples=(32, 64), losses=(1.5, 0.5),
+        ...                      final_loss=0.4)
         >>> curve.diverged
         False
     """
@@ -77,8 +77,11 @@ class ScalingSweep(Reported):
 
     Example:
         >>> from mirrorkit.training.scaling import ScalingCurve, ScalingSweep
-        >>> one = ScalingCurve(1, 8, 8, 0.1, 0, (64,), (0.9,), 0.5)
-        >>> print(ScalingSweep((one,), 8, 1, 0.1, False, 64, 64))
+        >>> one = ScalingCurve(replicas=1, global_batch=8, steps=8, learning_rate=0.1,
+        ...                    warmup_steps=0, examples=(64,), losses=(0.9,), final_loss=0.5)
+        >>> print(ScalingSweep(curves=(one,), per_replica_batch=8, epochs=1,
+        ...                    base_learning_rate=0.1, scale_learning_rate=False, window=64,
+        ...                    num_examples=64))
         ... # doctest: +NORMALIZE_WHITESPACE
         same learning rate 0.1 at every replica count: 8 examples per replica, 1 epoch of 64
         replicas  global batch  steps  learning rate  warm-up steps  final loss
@@ -156,8 +159,8 @@ def linear_scaling_schedule(base_learning_rate: float, replicas: int, *, warmup_
         [0.1, 0.2, 0.3, 0.4, 0.4]
     """
     _positive_number("base_learning_rate", base_learning_rate, "base_learning_rate=0.1")
-    _whole("replicas", replicas, 1, "replicas=4")
-    _whole("warmup_steps", warmup_steps, 0, "warmup_steps=8 (or 0 for none)")
+    require_whole("replicas", replicas, minimum=1, write="replicas=4")
+    require_whole("warmup_steps", warmup_steps, write="warmup_steps=8 (or 0 for none)")
     target = base_learning_rate * replicas
     if warmup_steps == 0:
         return target
@@ -243,49 +246,18 @@ def run_scaling_sweep(
     """
     from mirrorkit._losses import per_example_loss
 
-    counts = _replica_counts(replica_counts)
-    devices = _devices(devices, max(counts))
-    import keras
-
-    if isinstance(model_fn, keras.Model) or not callable(model_fn):
-        raise TypeError(
-            f"model_fn must be a function that returns a new Keras model, got "
-            f"{type(model_fn).__name__}: every replica count needs a fresh model with the "
-            "same starting weights; pass the function itself, e.g. model_fn=make_model."
-        )
-    _whole("per_replica_batch", per_replica_batch, 1, "per_replica_batch=8")
-    _whole("epochs", epochs, 1, "epochs=2")
-    _positive_number("learning_rate", learning_rate, "learning_rate=0.1")
-    for name, flag in (("scale_learning_rate", scale_learning_rate),):
-        if not isinstance(flag, bool):
-            raise TypeError(
-                f"{name} must be True or False, got {type(flag).__name__} {flag!r}: write "
-                f"{name}=True to multiply the learning rate by the replica count."
-            )
-    _whole("warmup_steps", warmup_steps, 0, "warmup_steps=8 (or 0 for none)")
-    if warmup_steps and not scale_learning_rate:
-        raise ValueError(
-            "warmup_steps needs scale_learning_rate=True: the warm-up raises the base rate "
-            "to the scaled one, and without scaling there is nothing to raise it to."
-        )
-    x, y = _data(data)
-    largest = max(counts) * per_replica_batch
-    usable = (len(x) // largest) * largest
-    if usable == 0:
-        raise ValueError(
-            f"data has {len(x)} examples, fewer than one step of the largest global batch "
-            f"({max(counts)} replicas x {per_replica_batch} = {largest}): give more examples "
-            "or a smaller per_replica_batch."
-        )
-    if window is None:
-        window = largest
-    _whole("window", window, 1, f"window={largest} (or None)")
-    if any(window % (k * per_replica_batch) for k in counts) or window > usable * epochs:
-        raise ValueError(
-            f"window must be a multiple of every global batch and at most the examples seen "
-            f"({usable * epochs}), got {window}: use window=None for {largest}."
-        )
-    x, y = x[:usable], y[:usable]
+    counts, devices, (x, y), window = _sweep_set_up(
+        devices,
+        model_fn,
+        data,
+        replica_counts=replica_counts,
+        per_replica_batch=per_replica_batch,
+        epochs=epochs,
+        learning_rate=learning_rate,
+        scale_learning_rate=scale_learning_rate,
+        warmup_steps=warmup_steps,
+        window=window,
+    )
     loss_fn = per_example_loss(loss)
     curves = tuple(
         _train(
@@ -307,8 +279,85 @@ def run_scaling_sweep(
         base_learning_rate=float(learning_rate),
         scale_learning_rate=scale_learning_rate,
         window=window,
-        num_examples=usable,
+        num_examples=len(x),
     )
+
+
+def _sweep_set_up(
+    devices,
+    model_fn,
+    data,
+    *,
+    replica_counts,
+    per_replica_batch,
+    epochs,
+    learning_rate,
+    scale_learning_rate,
+    warmup_steps,
+    window,
+):
+    """Set-up of :func:`run_scaling_sweep`: its arguments checked, the data cut to whole steps.
+
+    Returns the replica counts, the devices, ``(x, y)`` cut to a multiple of the largest
+    global batch, and the window; or refuses the first wrong argument, naming it.
+    """
+    counts = _replica_counts(replica_counts)
+    devices = _devices(devices, max(counts))
+    import keras
+
+    if isinstance(model_fn, keras.Model) or not callable(model_fn):
+        refuse(
+            "model_fn",
+            must="a function that returns a new Keras model",
+            got=type(model_fn).__name__,
+            write="model_fn=make_model: the function itself, since every replica count needs "
+            "a fresh model with the same starting weights",
+        )
+    require_whole("per_replica_batch", per_replica_batch, minimum=1, write="per_replica_batch=8")
+    require_whole("epochs", epochs, minimum=1, write="epochs=2")
+    _positive_number("learning_rate", learning_rate, "learning_rate=0.1")
+    if not isinstance(scale_learning_rate, bool):
+        refuse(
+            "scale_learning_rate",
+            must="True or False",
+            got=f"{type(scale_learning_rate).__name__} {scale_learning_rate!r}",
+            write="scale_learning_rate=True to multiply the learning rate by the replica count",
+        )
+    require_whole("warmup_steps", warmup_steps, write="warmup_steps=8 (or 0 for none)")
+    if warmup_steps and not scale_learning_rate:
+        refuse(
+            "warmup_steps",
+            must="0 without scale_learning_rate=True (the warm-up raises the base rate to the "
+            "scaled one, and without scaling there is nothing to raise it to)",
+            got=str(warmup_steps),
+            write="scale_learning_rate=True, or warmup_steps=0",
+            error=ValueError,
+        )
+    x, y = _data(data)
+    largest = max(counts) * per_replica_batch
+    usable = (len(x) // largest) * largest
+    if usable == 0:
+        refuse(
+            "data",
+            must=f"at least one step of the largest global batch ({max(counts)} replicas x "
+            f"{per_replica_batch} = {largest} examples)",
+            got=f"{len(x)} examples, fewer than one step",
+            write="more examples, or a smaller per_replica_batch",
+            error=ValueError,
+        )
+    if window is None:
+        window = largest
+    require_whole("window", window, minimum=1, write=f"window={largest} (or None)")
+    if any(window % (k * per_replica_batch) for k in counts) or window > usable * epochs:
+        refuse(
+            "window",
+            must="a multiple of every global batch and at most the examples seen "
+            f"({usable * epochs})",
+            got=str(window),
+            write=f"window=None for {largest}",
+            error=ValueError,
+        )
+    return counts, devices, (x[:usable], y[:usable]), window
 
 
 class _Runner:
@@ -331,9 +380,11 @@ class _Runner:
         with strategy.scope():
             model = model_fn()
             if not isinstance(model, keras.Model):
-                raise TypeError(
-                    f"model_fn must return a new Keras model, got {type(model).__name__}: end "
-                    "it with `return model`."
+                refuse(
+                    "model_fn",
+                    must="a function that returns a new Keras model",
+                    got=f"one that returned {type(model).__name__}",
+                    write="`return model` at its end",
                 )
             optimizer = keras.optimizers.SGD(0.1)
             optimizer.build(model.trainable_variables)
@@ -417,33 +468,40 @@ def _train(runner, x, y, epochs, rate, scale, warmup, window):
 
 
 def _replica_counts(counts) -> tuple[int, ...]:
+    """The replica counts as a tuple of distinct ints of at least 1, or a refusal."""
+    write = "e.g. replica_counts=(1, 2, 4, 8)"
     if isinstance(counts, int | str) or not isinstance(counts, Sequence):
-        raise TypeError(
-            f"replica_counts must be a list of replica counts, got {type(counts).__name__} "
-            f"{counts!r}: write e.g. replica_counts=(1, 2, 4, 8)."
-        )
+        got = f"{type(counts).__name__} {counts!r}"
+        refuse("replica_counts", must="a list of replica counts", got=got, write=write)
     if not counts:
-        raise ValueError("replica_counts is empty: write e.g. replica_counts=(1, 2, 4, 8).")
+        refuse(
+            "replica_counts",
+            must="a list that is not empty",
+            got="()",
+            write=write,
+            error=ValueError,
+        )
     for count in counts:
-        _whole("replica_counts", count, 1, "replica_counts=(1, 2, 4, 8)")
+        require_whole("replica_counts", count, minimum=1, write="replica_counts=(1, 2, 4, 8)")
     if len(set(counts)) != len(counts):
-        raise ValueError(
-            f"replica_counts names a count twice ({list(counts)}): give each count once."
+        got = f"{list(counts)}, which names a count twice"
+        refuse(
+            "replica_counts",
+            must="distinct counts",
+            got=got,
+            write=f"each count once, {write}",
+            error=ValueError,
         )
     return tuple(int(c) for c in counts)
 
 
 def _devices(devices, needed: int) -> tuple[str, ...]:
+    """The devices as a tuple of at least ``needed`` names, or a refusal."""
+    write = "devices=mk.simulate_replicas(8), the names it returned"
     if isinstance(devices, str) or not isinstance(devices, Sequence):
-        raise TypeError(
-            f"devices must be a list of device names, got {type(devices).__name__}: pass "
-            "what mk.simulate_replicas(8) returned."
-        )
+        refuse("devices", must="a list of device names", got=type(devices).__name__, write=write)
     if not all(isinstance(d, str) for d in devices):
-        raise TypeError(
-            "devices must hold device names such as '/device:CPU:0': pass what "
-            "mk.simulate_replicas(8) returned."
-        )
+        refuse("devices", devices, must="device names such as '/device:CPU:0'", write=write)
     if len(devices) < needed:
         raise ValueError(
             f"devices has {len(devices)} names but replica_counts asks for {needed} replicas: "
@@ -454,33 +512,26 @@ def _devices(devices, needed: int) -> tuple[str, ...]:
 
 
 def _data(data):
+    """``data`` as arrays ``(x, y)`` with one row per example in each, or a refusal."""
     if not isinstance(data, tuple | list) or len(data) != 2:
-        raise TypeError(
-            f"data must be a pair (x, y) of NumPy arrays, got {type(data).__name__}: write "
-            "data=(x, y)."
-        )
+        got = type(data).__name__
+        refuse("data", must="a pair (x, y) of NumPy arrays", got=got, write="data=(x, y)")
     x, y = (np.asarray(part) for part in data)
     if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
-        raise ValueError(
-            f"data must be (x, y) with one row per example in each, got shapes {x.shape} and "
-            f"{y.shape}: give x and y the same examples."
+        refuse(
+            "data",
+            must="(x, y) with one row per example in each",
+            got=f"shapes {x.shape} and {y.shape}",
+            write="x and y with the same examples",
+            error=ValueError,
         )
     return x, y
 
 
-def _whole(name: str, value, lowest: int, example: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(
-            f"{name} must be a whole number, got {type(value).__name__} {value!r}: write {example}."
-        )
-    if value < lowest:
-        raise ValueError(f"{name} must be {lowest} or more, got {value}: write {example}.")
-
-
 def _positive_number(name: str, value, example: str) -> None:
+    """Refuse ``value`` unless it is a finite number above 0."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
-        raise TypeError(
-            f"{name} must be a number, got {type(value).__name__} {value!r}: write {example}."
-        )
+        got = f"{type(value).__name__} {value!r}"
+        refuse(name, value, must="a number", got=got, write=example)
     if not value > 0 or not math.isfinite(value):
-        raise ValueError(f"{name} must be above 0, got {value}: write {example}.")
+        refuse(name, value, must="above 0", got=str(value), write=example, error=ValueError)

@@ -18,7 +18,8 @@ import pytest
 
 from bookbuild import ROOT
 from bookbuild.execute import notebook_client
-from bookbuild.labs import CHECK_TAG, build_lab, exercises, grade
+from bookbuild.grading import grade
+from bookbuild.labs import CHECK_TAG, build_lab, exercises
 from bookbuild.manifest import load_manifest
 
 pytestmark = pytest.mark.book

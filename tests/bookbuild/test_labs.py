@@ -4,7 +4,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from bookbuild.labs import (
     Exercise,
-    _feedback,
     chapters_with_exercises,
     exercises,
     master_notebook,
@@ -104,16 +103,6 @@ def test_the_otter_test_reads_what_the_check_reads_and_asserts_its_verdict():
         namespace["test_ex3"](lambda n: False, [0, 1], Checks, None)
     with pytest.raises(ValueError, match="must end with the check's call"):
         otter_test(Exercise(1, 0, 1, 2, ""), "verdict = mk.check(x)")
-
-
-def test_feedback_is_the_assertion_message_of_otters_output():
-    output = (
-        "ex1 results:\n    ex1 - 1 result:\n        Test case failed\n"
-        "        AssertionError: value is a plain variable with one copy\n"
-    )
-    assert _feedback(output) == "value is a plain variable with one copy"
-    assert _feedback("ex2 results:\n  TypeError: boom\n") == "TypeError: boom"
-    assert _feedback("") == ""
 
 
 def test_chapters_are_picked_by_file_stem_or_number():

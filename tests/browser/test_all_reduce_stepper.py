@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import mirrorkit as mk
 from mirrorwidgets import AllReduceStepper
-from mirrorwidgets._stepper_html import cell_number
+from mirrorwidgets._all_reduce_stepper_render import cell_number
 from tests.browser import test_jupyterlab as lab_test
 
 # The JupyterLab server and the browser-tool check, shared with the widgets' browser test.

@@ -10,9 +10,10 @@ import tensorflow as tf
 import traitlets
 
 import mirrorkit as mk
-from mirrorkit.measure.allreduce import AllReduceBenchmark, benchmark_all_reduce, record_from_times
+from mirrorkit.measure.allreduce import benchmark_all_reduce
+from mirrorkit.measure.benchmark import AllReduceBenchmark, record_from_times
 from mirrorwidgets import AllReduceChart
-from mirrorwidgets._benchmark_chart import ALGORITHM_COLORS, DASHES
+from mirrorwidgets._all_reduce_chart_render import ALGORITHM_COLORS, DASHES
 
 ALGORITHMS = ("collective", "one_device")
 COUNTS = (2, 4)

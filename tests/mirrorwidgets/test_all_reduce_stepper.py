@@ -12,7 +12,7 @@ import mirrorkit as mk
 from mirrorkit.measure.replay import AllReduceReplay
 from mirrorkit.measure.schedules import schedule
 from mirrorwidgets import AllReduceStepper
-from mirrorwidgets._stepper_html import cell_number, holders_text
+from mirrorwidgets._all_reduce_stepper_render import cell_number, holders_text
 
 FRAME = re.compile(r'<div class="mws-frame" data-step="(\d+)"')
 ROW = re.compile(r'<tr data-replica="(\d+)"([^>]*)>(.*?)</tr>', re.S)

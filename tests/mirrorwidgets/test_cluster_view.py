@@ -126,7 +126,7 @@ def test_labels_addresses_and_devices_are_drawn():
 def test_ring_all_reduce_edges(n, ring):
     view = ClusterView(n)
     assert list(view.edges) == ring
-    from mirrorwidgets import _cluster_render as cr
+    from mirrorwidgets import _cluster_view_render as cr
 
     source = cr.graph(view.status).source
     assert _ring(source) == ring

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import traitlets
 
-from mirrorkit.measure.tracing import StepPhases
+from mirrorkit.measure.step_trace import StepPhases
 from mirrorwidgets import StepTimeline
-from mirrorwidgets._timeline_chart import COLORS, HEIGHT, TOP
+from mirrorwidgets._step_timeline_render import COLORS, HEIGHT, TOP
 
 PHASES = ("input_wait_s", "compute_s", "all_reduce_s")
 

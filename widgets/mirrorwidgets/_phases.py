@@ -1,12 +1,19 @@
-"""Read step phases (mirrorkit.measure.tracing.StepPhases, or dicts) into one checked form."""
+"""Read step phases (mirrorkit.StepPhases, or dicts) into one checked form."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
 
-from mirrorkit.measure.tracing import StepPhases as Phases  # the tracer's own record, checked here
-from mirrorwidgets._records import check_increasing, field, is_record, read_step, scalar
+from mirrorkit import StepPhases as Phases  # the tracer's own record, checked here
+from mirrorwidgets._records import (
+    check_increasing,
+    field,
+    is_record,
+    read_step,
+    refuse_field,
+    scalar,
+)
 
 TIMES = ("input_wait_s", "step_s", "all_reduce_s", "compute_s")
 FIELDS = ("step", *TIMES)
@@ -29,7 +36,7 @@ def read_phases(record, where: str) -> Phases:
         value = field(record, name, where, _HINT)
         value = float(scalar(value, name, where, "a time in seconds such as 0.01"))
         if not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"{where}: {name} must be a time >= 0 seconds, got {value!r}.")
+            refuse_field(where, name, "a time >= 0 seconds", repr(value), error=ValueError)
         times[name] = value
     parts = times["compute_s"] + times["all_reduce_s"]
     if not math.isclose(parts, times["step_s"], rel_tol=1e-6, abs_tol=1e-9):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 
@@ -27,17 +28,29 @@ class ScaleRecord:
     next_scale: float | None = None  # the scale after the step, when the record says it
 
 
+def refuse_field(where: str, name: str, must: str, got, *, error=TypeError) -> NoReturn:
+    """Refuse one field of a record, as ``"<where>: <name> must be <must>, got <got>."``.
+
+    Example:
+        >>> refuse_field("records[0]", "step", "a whole number", 0.5)
+        Traceback (most recent call last):
+        ...
+        TypeError: records[0]: step must be a whole number, got 0.5.
+    """
+    raise error(f"{where}: {name} must be {must}, got {got}.")
+
+
 def scalar(value, name: str, where: str, want: str = "a number") -> np.ndarray:
     """``value`` as a 0-d array; ``want`` says what it should be (in messages)."""
     try:
         array = np.asarray(value)
-    except Exception as error:  # noqa: BLE001 - anything numpy cannot read is a bad field
-        raise TypeError(f"{where}: {name} must be {want}, got {type(value).__name__}.") from error
+    except Exception:  # noqa: BLE001 - anything numpy cannot read is a bad field
+        refuse_field(where, name, want, type(value).__name__)
     if array.size != 1:
-        raise ValueError(f"{where}: {name} must be a single number, got shape {array.shape}.")
+        refuse_field(where, name, "a single number", f"shape {array.shape}", error=ValueError)
     array = array.reshape(())
     if array.dtype.kind not in "biuf":
-        raise TypeError(f"{where}: {name} must be {want}, got {type(value).__name__} {value!r}.")
+        refuse_field(where, name, want, f"{type(value).__name__} {value!r}")
     return array
 
 
@@ -62,9 +75,7 @@ def read_step(record, where: str, hint: str) -> int:
     """The record's whole-number ``step``."""
     step = scalar(field(record, "step", where, hint), "step", where, "a whole number such as 0")
     if step.dtype.kind == "b" or float(step) != int(step):
-        raise TypeError(
-            f"{where}: step must be a whole number (the training step), got {step.item()!r}."
-        )
+        refuse_field(where, "step", "a whole number (the training step)", repr(step.item()))
     return int(step)
 
 
@@ -81,20 +92,17 @@ def read_record(record, where: str) -> ScaleRecord:
     scale = _field(record, "loss_scale", where)
     scale = float(scalar(scale, "loss_scale", where, "a positive number such as 32768.0"))
     if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(
-            f"{where}: loss_scale must be a positive finite number (dynamic loss scales are "
-            f"powers of 2, such as 32768), got {scale!r}."
-        )
+        must = "a positive finite number (dynamic loss scales are powers of 2, such as 32768)"
+        refuse_field(where, "loss_scale", must, repr(scale), error=ValueError)
     after = _field(record, "next_scale", where, required=False)
     if after is not None:
         after = float(scalar(after, "next_scale", where, "a positive number such as 65536.0"))
         if not (math.isfinite(after) and after > 0):
-            raise ValueError(
-                f"{where}: next_scale must be a positive finite number, got {after!r}."
-            )
+            must = "a positive finite number"
+            refuse_field(where, "next_scale", must, repr(after), error=ValueError)
     flag = scalar(_field(record, "overflow", where), "overflow", where, "True or False")
     if flag.dtype.kind != "b" and flag.item() not in (0, 1):
-        raise TypeError(f"{where}: overflow must be True or False, got {flag.item()!r}.")
+        refuse_field(where, "overflow", "True or False", repr(flag.item()))
     loss = _field(record, "loss", where, required=False)
     if loss is not None:
         # inf or NaN allowed: overflowing steps

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numbers
 
+from mirrorkit._validate import refuse
+
 
 def device_label(device: str) -> str:
     """A device as a diagram labels it: what follows ``device:`` (its host is drawn around it)."""
@@ -50,20 +52,20 @@ def hierarchical_groups(n: int) -> list[list[int]]:
         >>> hierarchical_groups(4)
         [[0, 1], [2, 3]]
     """
-    _check_count(n)
+    n = _replica_count(n)
     half = max(n // 2, 1)
     return [list(range(0, half)), list(range(half, n))]
 
 
-def _check_count(n) -> None:
-    """``n`` is a number of replicas: a whole number >= 1."""
+def _replica_count(n) -> int:
+    """``n`` if it is a number of replicas (a whole number >= 1), else a clear error."""
     if isinstance(n, numbers.Integral) and not isinstance(n, bool):
+        write = "e.g. hierarchical_groups(strategy.num_replicas_in_sync)"
         if n < 1:
-            raise ValueError(
-                f"n must be a number of replicas >= 1, got {n}: write e.g. "
-                "hierarchical_groups(strategy.num_replicas_in_sync)."
+            refuse(
+                "n", n, must="a number of replicas >= 1", got=str(n), write=write, error=ValueError
             )
-        return
+        return n
     if hasattr(n, "num_replicas_in_sync"):
         hint = "pass its replica count, n=strategy.num_replicas_in_sync"
     elif isinstance(n, list | tuple):

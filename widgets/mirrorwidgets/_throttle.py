@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import statistics
 import time
 from collections import deque
+
+from mirrorkit._validate import refuse
 
 
 class Throttle:
@@ -64,6 +67,40 @@ class Throttle:
         self.updates += 1
         self._after_update = True
 
+    def update_if_due(self, update, *, force: bool = False) -> bool:
+        """Run ``update()`` if an update is due (or ``force``), timed as one; whether it ran.
+
+        Example:
+            >>> throttle = Throttle(min_interval=3600, budget=1.0)
+            >>> throttle.update_if_due(lambda: None), throttle.update_if_due(lambda: None)
+            (True, False)
+            >>> throttle.update_if_due(lambda: None, force=True), throttle.updates
+            (True, 2)
+        """
+        if not force and not self.due():
+            return False
+        self.begin()
+        update()
+        self.end()
+        return True
+
+    @contextlib.contextmanager
+    def charged(self):
+        """Charge the time the ``with`` block takes to the budget (see :meth:`charge`).
+
+        Example:
+            >>> throttle = Throttle(min_interval=0.05, budget=0.05)
+            >>> with throttle.charged():
+            ...     pass
+            >>> throttle.spent >= 0
+            True
+        """
+        started = self.clock()
+        try:
+            yield
+        finally:
+            self.charge(self.clock() - started)
+
     def step_ended(self, seconds: float) -> None:
         """Say how long a training step took (for callers that see the steps).
 
@@ -105,17 +142,19 @@ def check_settings(min_interval, budget) -> None:
         TypeError: If either is not a number.
         ValueError: If ``min_interval`` is negative or ``budget`` not in (0, 1].
     """
-    settings = (("min_interval", min_interval, "0.05"), ("budget", budget, "0.05"))
-    for name, value, example in settings:
+    for name, value in (("min_interval", min_interval), ("budget", budget)):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(
-                f"{name} must be a number, got {type(value).__name__} {value!r}: write e.g. "
-                f"{name}={example}."
-            )
+            got = f"{type(value).__name__} {value!r}"
+            refuse(name, value, must="a number", got=got, write=f"e.g. {name}=0.05")
     if not min_interval >= 0:
-        raise ValueError(
-            f"min_interval must be >= 0 seconds, got {min_interval!r}: write e.g. "
-            "min_interval=0.05 (0 updates at every step)."
+        write = "e.g. min_interval=0.05 (0 updates at every step)"
+        refuse(
+            "min_interval",
+            min_interval,
+            must=">= 0 seconds",
+            got=repr(min_interval),
+            write=write,
+            error=ValueError,
         )
     if not 0 < budget <= 1:
         raise ValueError(budget_message(budget))

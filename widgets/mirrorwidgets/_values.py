@@ -64,18 +64,17 @@ def _structure(value, argument: str = "value"):
     return value, None
 
 
-def _check_not_empty(value, argument: str = "value") -> None:
+def _emptiness(value) -> str | None:
+    """What an empty distributed value or list is, in words; None if ``value`` is not empty."""
     parts = getattr(value, "values", None)
     if type(value).__name__ in ("PerReplica", "Mirrored") and parts is not None and not parts:
-        raise ValueError(
-            f"{argument} is a {type(value).__name__} that holds no replica values, so there is "
-            "nothing to show. Make it with strategy.run(fn, ...) on a strategy that has at least "
-            "one replica."
+        return (
+            f"a {type(value).__name__} that holds no replica values, so there is nothing to "
+            "show. Make it with strategy.run(fn, ...) on a strategy that has at least one replica."
         )
     if isinstance(value, list | tuple) and not value:
-        raise ValueError(
-            f"{argument} is an empty {type(value).__name__}; pass at least one distributed value."
-        )
+        return f"an empty {type(value).__name__}; pass at least one distributed value."
+    return None
 
 
 def is_tensorflow_value(value) -> bool:
@@ -130,11 +129,12 @@ def _first_foreign(value, path: str = ""):
 
 def read(value, *, what: str = "ReplicaGrid", argument: str = "value") -> Reading:
     """Inspect ``value`` and regroup its rows into one cell per replica."""
-    _check_not_empty(value, argument)
-    structure, model_title = _structure(value, argument)
+    empty = _emptiness(value)
+    structure, model_title = (value, None) if empty else _structure(value, argument)
     if isinstance(structure, list | tuple):
-        for item in structure:
-            _check_not_empty(item, argument)
+        empty = empty or next(filter(None, map(_emptiness, structure)), None)
+    if empty:
+        raise ValueError(f"{argument} is {empty}")
     try:
         table = mk.inspect(structure)
     except TypeError as error:
@@ -161,8 +161,15 @@ def read(value, *, what: str = "ReplicaGrid", argument: str = "value") -> Readin
 
 def check_pair(before: Reading, after: Reading) -> None:
     """An all-reduce keeps names and shapes: refuse a pair that could not be one."""
+    problem = _pair_problem(before, after)
+    if problem:
+        raise ValueError(problem)
+
+
+def _pair_problem(before: Reading, after: Reading) -> str | None:
+    """Why ``after`` cannot be the all-reduce of ``before``, or None if it can be."""
     if before.names != after.names:
-        raise ValueError(
+        return (
             f"before and after hold different values ({list(before.names)} vs "
             f"{list(after.names)}); pass the per-replica values and the result of all-reducing "
             "those same values."
@@ -172,7 +179,7 @@ def check_pair(before: Reading, after: Reading) -> None:
         shapes = {c.replica: c.entries[index].shape for c in before.cells}
         if len(set(shapes.values())) > 1:
             detail = ", ".join(f"replica {r}: {s}" for r, s in shapes.items())
-            raise ValueError(
+            return (
                 f"the replicas' values{label} have different shapes ({detail}), so they cannot be "
                 "all-reduced; every replica must return the same shape from strategy.run."
             )
@@ -180,16 +187,17 @@ def check_pair(before: Reading, after: Reading) -> None:
             got = cell.entries[index].shape
             want = next(iter(shapes.values()))
             if got != want:
-                raise ValueError(
+                return (
                     f"after{label} has shape {got} on replica {cell.replica} but before has "
                     f"{want}; an all-reduce keeps shapes, so pass the reduced result of the "
                     "same values (e.g. ctx.all_reduce('sum', v) inside strategy.run)."
                 )
     if len(after.cells) not in (1, len(before.cells)):
-        raise ValueError(
+        return (
             f"before has {len(before.cells)} replicas but after has {len(after.cells)}; pass "
             "values from the same strategy."
         )
+    return None
 
 
 def agree(reading: Reading) -> tuple[bool, ...]:

@@ -1,20 +1,35 @@
-"""AllReduceChart: what mirrorkit.benchmark_all_reduce measured, against message size."""
+"""AllReduceChart: what mirrorkit.benchmark_all_reduce measured, against message size.
+
+Example:
+    >>> from mirrorkit.measure.benchmark import AllReduceBenchmark, record_from_times
+    >>> from mirrorwidgets import AllReduceChart
+    >>> one = record_from_times("collective", 2, 4096, [1e-4], 1e10)
+    >>> AllReduceChart(AllReduceBenchmark((one,), copy_bandwidth=1e10)).sizes
+    (4096,)
+"""
 
 from __future__ import annotations
 
 import os
 
-import ipywidgets as w
-import traitlets as t
+import ipywidgets
+import traitlets
 
+from mirrorkit._validate import refuse
 from mirrorkit.report.units import format_rate, format_size
-from mirrorwidgets import _benchmark_chart as bc, _render as r
+from mirrorwidgets._all_reduce_chart_render import (
+    chart_svg,
+    check_records,
+    skipped_html,
+    table_html,
+)
+from mirrorwidgets._render import FONT, GREY, container, esc
 from mirrorwidgets._snapshot import SnapshotMixin
 
 _ALL = 0  # the replica menu's value for "every replica count"
 
 
-class AllReduceChart(SnapshotMixin, w.VBox):
+class AllReduceChart(SnapshotMixin, ipywidgets.VBox):
     """Draw an all-reduce benchmark: time and busbw against message size, log-log.
 
     One line per algorithm and replica count (color: algorithm; dash: replica count), the
@@ -42,7 +57,7 @@ class AllReduceChart(SnapshotMixin, w.VBox):
         traitlets.TraitError: If ``replicas`` is not one of the measured counts.
 
     Example:
-        >>> from mirrorkit.measure.allreduce import AllReduceBenchmark, record_from_times
+        >>> from mirrorkit.measure.benchmark import AllReduceBenchmark, record_from_times
         >>> from mirrorwidgets import AllReduceChart
         >>> records = tuple(
         ...     record_from_times(name, 2, size, [t * size / 4096], 1e10)
@@ -59,19 +74,25 @@ class AllReduceChart(SnapshotMixin, w.VBox):
         True
     """
 
-    title = t.Unicode("All-reduce benchmark", help="Heading above the chart.")
-    replicas = t.Int(
+    title = traitlets.Unicode("All-reduce benchmark", help="Heading above the chart.")
+    replicas = traitlets.Int(
         None, allow_none=True, help="The replica count drawn; None draws every measured count."
     )
-    show_table = t.Bool(True, help="Whether the table of exact numbers is shown.")
-    algorithms = t.Tuple(read_only=True, help="The measured algorithms, in the benchmark's order.")
-    replica_counts = t.Tuple(read_only=True, help="The measured replica counts, ascending.")
-    sizes = t.Tuple(read_only=True, help="The measured message sizes in bytes, ascending.")
-    num_records = t.Int(0, read_only=True, help="How many measurements the benchmark holds.")
-    copy_bandwidth = t.Float(
+    show_table = traitlets.Bool(True, help="Whether the table of exact numbers is shown.")
+    algorithms = traitlets.Tuple(
+        read_only=True, help="The measured algorithms, in the benchmark's order."
+    )
+    replica_counts = traitlets.Tuple(read_only=True, help="The measured replica counts, ascending.")
+    sizes = traitlets.Tuple(read_only=True, help="The measured message sizes in bytes, ascending.")
+    num_records = traitlets.Int(
+        0, read_only=True, help="How many measurements the benchmark holds."
+    )
+    copy_bandwidth = traitlets.Float(
         0.0, read_only=True, help="The machine's memory-copy bandwidth, bytes/s (0: unknown)."
     )
-    skipped = t.Dict(read_only=True, help="{what: why} for each algorithm that could not run.")
+    skipped = traitlets.Dict(
+        read_only=True, help="{what: why} for each algorithm that could not run."
+    )
 
     def __init__(
         self,
@@ -87,17 +108,19 @@ class AllReduceChart(SnapshotMixin, w.VBox):
         self.show_table = show_table
         self.benchmark = None
         self._quiet = False
-        self._header = w.HTML()
-        self._menu = w.Dropdown(description="replicas", layout=w.Layout(width="220px"))
-        self._table_toggle = w.ToggleButton(value=show_table, description="table")
-        self._chart = w.HTML()
-        self._table = w.HTML()
-        self._skipped = w.HTML()
-        controls = w.HBox([self._menu, self._table_toggle])
+        self._header = ipywidgets.HTML()
+        self._menu = ipywidgets.Dropdown(
+            description="replicas", layout=ipywidgets.Layout(width="220px")
+        )
+        self._table_toggle = ipywidgets.ToggleButton(value=show_table, description="table")
+        self._chart = ipywidgets.HTML()
+        self._table = ipywidgets.HTML()
+        self._skipped = ipywidgets.HTML()
+        controls = ipywidgets.HBox([self._menu, self._table_toggle])
         self.children = [self._header, controls, self._chart, self._table, self._skipped]
         try:
             self.update(benchmark)
-            w.link((self, "show_table"), (self._table_toggle, "value"))
+            ipywidgets.link((self, "show_table"), (self._table_toggle, "value"))
             self._menu.observe(self._menu_changed, names="value")
             self.observe(self._redraw, names=["title", "replicas", "show_table"])
             self.replicas = replicas  # checked against the measured counts, then drawn
@@ -121,23 +144,23 @@ class AllReduceChart(SnapshotMixin, w.VBox):
                 records.
 
         Example:
-            >>> from mirrorkit.measure.allreduce import AllReduceBenchmark, record_from_times
+            >>> from mirrorkit.measure.benchmark import AllReduceBenchmark, record_from_times
             >>> from mirrorwidgets import AllReduceChart
             >>> record = record_from_times("collective", 4, 1 << 20, [1e-3], 5e9)
             >>> text = AllReduceBenchmark((record,), copy_bandwidth=5e9).to_json()
             >>> AllReduceChart.from_json(text).num_records
             1
         """
-        from mirrorkit.measure.allreduce import AllReduceBenchmark
+        from mirrorkit.measure.benchmark import AllReduceBenchmark
 
         return cls(AllReduceBenchmark.from_json(source), **kwargs)
 
-    @t.validate("replicas")
+    @traitlets.validate("replicas")
     def _measured_count(self, proposal):
         value = proposal["value"]
         if value is not None and value not in self.replica_counts:
             counts = ", ".join(map(str, self.replica_counts))
-            raise t.TraitError(
+            raise traitlets.TraitError(
                 f"replicas must be None (every count) or a measured replica count ({counts}), "
                 f"got {value!r}."
             )
@@ -153,7 +176,7 @@ class AllReduceChart(SnapshotMixin, w.VBox):
             TypeError, ValueError: As the constructor raises them.
 
         Example:
-            >>> from mirrorkit.measure.allreduce import AllReduceBenchmark, record_from_times
+            >>> from mirrorkit.measure.benchmark import AllReduceBenchmark, record_from_times
             >>> from mirrorwidgets import AllReduceChart
             >>> one = record_from_times("collective", 2, 4096, [1e-4], 1e10)
             >>> chart = AllReduceChart(AllReduceBenchmark((one,), copy_bandwidth=1e10))
@@ -191,7 +214,7 @@ class AllReduceChart(SnapshotMixin, w.VBox):
             An HTML fragment: header, chart, table (if shown) and the skipped algorithms.
 
         Example:
-            >>> from mirrorkit.measure.allreduce import AllReduceBenchmark, record_from_times
+            >>> from mirrorkit.measure.benchmark import AllReduceBenchmark, record_from_times
             >>> from mirrorwidgets import AllReduceChart
             >>> one = record_from_times("collective", 2, 4096, [1e-4], 1e10)
             >>> chart = AllReduceChart(AllReduceBenchmark((one,), copy_bandwidth=1e10))
@@ -199,7 +222,7 @@ class AllReduceChart(SnapshotMixin, w.VBox):
             (False, True)
         """
         inner = self._header_html() + self._chart_html() + self._table_html()
-        return r.container(inner + self._skipped_html(), "mw-all-reduce mw-snapshot")
+        return container(inner + self._skipped_html(), "mw-all-reduce mw-snapshot")
 
     # ------------------------------------------------------------------ drawing
 
@@ -228,7 +251,7 @@ class AllReduceChart(SnapshotMixin, w.VBox):
         span = format_size(sizes[0]) + (f" to {format_size(sizes[-1])}" if len(sizes) > 1 else "")
         n = len(self.algorithms)
         bits = [
-            f"<strong>{r.esc(self.title)}</strong>",
+            f"<strong>{esc(self.title)}</strong>",
             f"{n} algorithm{'' if n == 1 else 's'}",
             f"{'/'.join(map(str, self._counts()))} replicas",
             span,
@@ -240,30 +263,33 @@ class AllReduceChart(SnapshotMixin, w.VBox):
         lines = [" &middot; ".join(bits)]
         machine = self.benchmark.machine or {}
         if machine.get("summary"):
-            lines.append(f'<span style="color:{r.GREY}">on {r.esc(machine["summary"])}</span>')
+            lines.append(f'<span style="color:{GREY}">on {esc(machine["summary"])}</span>')
         if machine.get("simulated_replicas"):
             lines.append(
-                f'<span class="mw-simulated" style="color:{r.GREY}">The replicas are simulated '
+                f'<span class="mw-simulated" style="color:{GREY}">The replicas are simulated '
                 "on one CPU and share its memory: busbw here measures TensorFlow's overheads "
                 "and the summing, not links between devices.</span>"
             )
-        return f'<div class="mw-title" style="{r.FONT}">{"<br>".join(lines)}</div>'
+        return f'<div class="mw-title" style="{FONT}">{"<br>".join(lines)}</div>'
 
     def _chart_html(self) -> str:
-        svg = bc.chart_svg(self._shown(), self._counts(), self.replica_counts, self.copy_bandwidth)
+        svg = chart_svg(self._shown(), self._counts(), self.replica_counts, self.copy_bandwidth)
         return f"<div>{svg}</div>"
 
     def _table_html(self) -> str:
         if not self.show_table:
             return ""
-        return f"<div>{bc.table_html(self._shown(), self.copy_bandwidth)}</div>"
+        return f"<div>{table_html(self._shown(), self.copy_bandwidth)}</div>"
 
     def _skipped_html(self) -> str:
-        return bc.skipped_html(self.skipped)
+        return skipped_html(self.skipped)
+
+
+_NO_FILE = "must be JSON text or the path of a JSON file, got no file: "
 
 
 def _read_benchmark(benchmark):
-    from mirrorkit.measure.allreduce import AllReduceBenchmark
+    from mirrorkit.measure.benchmark import AllReduceBenchmark
 
     if isinstance(benchmark, str | os.PathLike):
         try:
@@ -272,14 +298,19 @@ def _read_benchmark(benchmark):
             text = str(error)
             if not text.startswith("source "):
                 raise
-            raise ValueError("benchmark " + text.removeprefix("source ")) from None
+            # "source must be ..., got no file: 'x' is neither ...": name the text given
+            text = text.removeprefix("source ").replace(_NO_FILE, "", 1)
+            raise ValueError("benchmark " + text) from None
     if not isinstance(benchmark, AllReduceBenchmark):
-        raise TypeError(
-            "benchmark must be what mirrorkit.benchmark_all_reduce returns (an "
-            "AllReduceBenchmark), or its JSON text or file (AllReduceBenchmark.to_json), got "
-            f"{_kind(benchmark)}: write AllReduceChart(mk.benchmark_all_reduce(['collective'])) "
-            "or AllReduceChart('benchmark.json')."
+        must = (
+            "what mirrorkit.benchmark_all_reduce returns (an AllReduceBenchmark), or its JSON "
+            "text or file (AllReduceBenchmark.to_json)"
         )
+        write = (
+            "AllReduceChart(mk.benchmark_all_reduce(['collective'])) "
+            "or AllReduceChart('benchmark.json')"
+        )
+        refuse("benchmark", benchmark, must=must, got=_kind(benchmark), write=write)
     if not benchmark.records:
         why = "; ".join(f"{name}: {reason}" for name, reason in benchmark.skipped.items())
         raise ValueError(
@@ -287,7 +318,7 @@ def _read_benchmark(benchmark):
             + (f" (every algorithm was skipped: {why})" if why else "")
             + "; run benchmark_all_reduce with an algorithm that runs here, e.g. 'collective'."
         )
-    bc.check_records(benchmark.records)
+    check_records(benchmark.records)
     return benchmark
 
 

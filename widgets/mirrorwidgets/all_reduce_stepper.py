@@ -1,15 +1,30 @@
-"""AllReduceStepper: an all-reduce played on real values, one step at a time."""
+"""AllReduceStepper: an all-reduce played on real values, one step at a time.
+
+Example:
+    >>> import numpy as np
+    >>> from mirrorkit.measure.replay import AllReduceReplay
+    >>> from mirrorkit.measure.schedules import schedule
+    >>> from mirrorwidgets import AllReduceStepper
+    >>> values = tuple(np.full(3, r, "float32") for r in range(3))
+    >>> devices = ("CPU:0", "CPU:1", "CPU:2")
+    >>> stepper = AllReduceStepper(AllReduceReplay(schedule("collective", 3), devices, values,
+    ...                                            (sum(values),) * 3))
+    >>> stepper.step, stepper.steps[-1] is not None
+    (0, True)
+"""
 
 from __future__ import annotations
 
-import ipywidgets as w
-import traitlets as t
+import ipywidgets
+import traitlets
 
-from mirrorwidgets import _stepper_html as sh
+from mirrorkit._validate import refuse
+from mirrorwidgets._all_reduce_stepper_render import Drawing, new_id
 from mirrorwidgets._snapshot import SnapshotMixin
+from mirrorwidgets._traits import at_least
 
 
-class AllReduceStepper(SnapshotMixin, w.VBox):
+class AllReduceStepper(SnapshotMixin, ipywidgets.VBox):
     """Step through an all-reduce: who sends which chunk to whom, and what each replica holds.
 
     Takes what ``mirrorkit.replay_all_reduce(strategy, values)`` returns: the algorithm's
@@ -62,52 +77,60 @@ class AllReduceStepper(SnapshotMixin, w.VBox):
         (7, 1, False)
     """
 
-    title = t.Unicode("", help="Heading above the grid; empty for the replay's own headline.")
-    step = t.Int(
+    title = traitlets.Unicode(
+        "", help="Heading above the grid; empty for the replay's own headline."
+    )
+    step = traitlets.Int(
         0, help="The step shown: 0 (each replica's own values) to len(steps) (the result)."
     )
-    values_shown = t.Int(3, help="How many numbers of each chunk a cell shows (its first ones).")
-    play_interval = t.Int(1200, help="Milliseconds between steps while the play button runs.")
-    steps = t.Tuple(
+    values_shown = traitlets.Int(
+        3, help="How many numbers of each chunk a cell shows (its first ones)."
+    )
+    play_interval = traitlets.Int(
+        1200, help="Milliseconds between steps while the play button runs."
+    )
+    steps = traitlets.Tuple(
         read_only=True,
         help="The replay's steps (phase, transfers, what), in order; `step` goes 0..len(steps).",
     )
 
     def __init__(self, replay, *, title: str = "", **kwargs):
-        _check(replay)
+        replay = _replayed(replay)
         step = kwargs.pop("step", 0)
         super().__init__(**kwargs)
         try:
             self.replay = replay
             self.title = title
-            self._drawing = sh.Drawing(replay)
+            self._drawing = Drawing(replay)
             self.set_trait("steps", tuple(replay.schedule.steps))
             last = len(self.steps)
-            self._header = w.HTML()
-            self._frame = w.HTML()
+            self._header = ipywidgets.HTML()
+            self._frame = ipywidgets.HTML()
             self._frame.add_class("mws-view")
-            self._previous = w.Button(
+            self._previous = ipywidgets.Button(
                 description="previous", icon="step-backward", tooltip="the step before"
             )
-            self._next = w.Button(description="next", icon="step-forward", tooltip="the next step")
+            self._next = ipywidgets.Button(
+                description="next", icon="step-forward", tooltip="the next step"
+            )
             self._previous.add_class("mws-previous")
             self._next.add_class("mws-next")
-            self._slider = w.IntSlider(
+            self._slider = ipywidgets.IntSlider(
                 value=0, min=0, max=last, description="step", continuous_update=True
             )
             self._slider.add_class("mws-slider")
-            self._play = w.Play(value=0, min=0, max=last, interval=self.play_interval)
+            self._play = ipywidgets.Play(value=0, min=0, max=last, interval=self.play_interval)
             self._play.add_class("mws-play")
             self._previous.on_click(lambda _: self.previous())
             self._next.on_click(lambda _: self.next())
             self._links = [
-                t.link((self, "step"), (self._slider, "value")),
-                t.link((self, "step"), (self._play, "value")),
-                t.link((self, "play_interval"), (self._play, "interval")),
+                traitlets.link((self, "step"), (self._slider, "value")),
+                traitlets.link((self, "step"), (self._play, "value")),
+                traitlets.link((self, "play_interval"), (self._play, "interval")),
             ]
-            controls = w.HBox([self._play, self._previous, self._slider, self._next])
+            controls = ipywidgets.HBox([self._play, self._previous, self._slider, self._next])
             self.children = [self._header, controls, self._frame]
-            self._ids = (sh.new_id(), sh.new_id())  # header, frame: scoped styles
+            self._ids = (new_id(), new_id())  # header, frame: scoped styles
             self.step = step
             self._redraw_header()
             self._redraw()
@@ -117,34 +140,22 @@ class AllReduceStepper(SnapshotMixin, w.VBox):
         self.observe(self._redraw, names=["step", "values_shown"])
         self.observe(self._redraw_header, names=["title"])
 
-    @t.validate("step")
+    @traitlets.validate("step")
     def _within_steps(self, proposal):
         last = len(self.steps)
         value = proposal["value"]
         if not 0 <= value <= last:
-            raise t.TraitError(
+            raise traitlets.TraitError(
                 f"step must be from 0 (each replica's own values) to {last} (the result) for "
                 f"this {self.replay.schedule.algorithm} all-reduce on {self.replay.replicas} "
                 f"replicas, got {value}: write e.g. stepper.step = {last}."
             )
         return value
 
-    @t.validate("values_shown")
-    def _positive(self, proposal):
-        if proposal["value"] < 1:
-            raise t.TraitError(
-                f"values_shown must be >= 1, got {proposal['value']}: write e.g. values_shown=3."
-            )
-        return proposal["value"]
-
-    @t.validate("play_interval")
-    def _playable(self, proposal):
-        if proposal["value"] < 50:
-            raise t.TraitError(
-                f"play_interval must be >= 50 (milliseconds), got {proposal['value']}: "
-                "write e.g. play_interval=1200."
-            )
-        return proposal["value"]
+    _shown = at_least("values_shown", minimum=1, example="values_shown=3")
+    _playable = at_least(
+        "play_interval", minimum=50, why="milliseconds", example="play_interval=1200"
+    )
 
     def next(self) -> None:
         """Show the next step (at the last step, stay there).
@@ -219,11 +230,12 @@ class AllReduceStepper(SnapshotMixin, w.VBox):
         self._header.value = self._drawing.header_view(self._ids[0], self.title)
 
 
-def _check(replay) -> None:
-    from mirrorkit.measure.replay import AllReduceReplay
+def _replayed(replay):
+    """``replay`` if it is an AllReduceReplay, else a TypeError saying what it is instead."""
+    import mirrorkit as mk
 
-    if isinstance(replay, AllReduceReplay):
-        return
+    if isinstance(replay, mk.AllReduceReplay):
+        return replay
     call = "AllReduceStepper(mk.replay_all_reduce(strategy, strategy.run(step_fn)))"
     kind = type(replay).__name__
     if callable(replay) and getattr(replay, "__name__", "") == "replay_all_reduce":
@@ -236,7 +248,5 @@ def _check(replay) -> None:
         kind += " (timings: draw them with AllReduceChart)"
     elif "Strategy" in kind:
         kind += " (the strategy itself: run a step with it and replay what it returned)"
-    raise TypeError(
-        f"replay must be what mirrorkit.replay_all_reduce returns (an AllReduceReplay), got "
-        f"{kind}: write {call}."
-    )
+    must = "what mirrorkit.replay_all_reduce returns (an AllReduceReplay)"
+    refuse("replay", replay, must=must, got=kind, write=call)

@@ -1,13 +1,23 @@
-"""BatchSplitView: which examples each replica received, step by step."""
+"""BatchSplitView: which examples each replica received, step by step.
+
+Example:
+    >>> import tensorflow as tf
+    >>> import mirrorkit as mk
+    >>> from mirrorwidgets import BatchSplitView
+    >>> preview = mk.preview_input(mk.make_strategy(), tf.data.Dataset.range(4).batch(2))
+    >>> BatchSplitView(preview).steps
+    (0, 1)
+"""
 
 from __future__ import annotations
 
-import ipywidgets as w
-import traitlets as t
+import ipywidgets
+import traitlets
 
 from mirrorkit.report import style
-from mirrorwidgets import _render as r
+from mirrorwidgets._render import FONT, GREEN, GREY, RED, container, esc
 from mirrorwidgets._snapshot import SnapshotMixin
+from mirrorwidgets._traits import at_least
 
 AMBER = style.WARN
 AMBER_BG = style.WARN_BG
@@ -15,13 +25,13 @@ RED_BG = style.BAD_BG
 _BORDER = style.BORDER
 # status -> (text color, background, border) of a cell
 _STATUS_STYLE = {
-    "full": (r.GREY, style.WHITE, _BORDER),
+    "full": (GREY, style.WHITE, _BORDER),
     "partial": (AMBER, AMBER_BG, AMBER),
-    "EMPTY": (r.RED, RED_BG, r.RED),
+    "EMPTY": (RED, RED_BG, RED),
 }
 
 
-class BatchSplitView(SnapshotMixin, w.VBox):
+class BatchSplitView(SnapshotMixin, ipywidgets.VBox):
     """Show which examples went to which replica: one row per step, one column per replica.
 
     Each cell lists the ids of the examples that replica received at that step, as small
@@ -49,23 +59,25 @@ class BatchSplitView(SnapshotMixin, w.VBox):
         True
     """
 
-    title = t.Unicode("", help="Heading above the grid; empty for the distribution method.")
-    max_ids = t.Int(
+    title = traitlets.Unicode("", help="Heading above the grid; empty for the distribution method.")
+    max_ids = traitlets.Int(
         12, help="Most ids drawn per cell; beyond that the first ones, '...' and the last one."
     )
-    show_warnings = t.Bool(True, help="Whether the preview's warnings are listed below the grid.")
-    num_replicas = t.Int(0, read_only=True, help="Replicas (columns) in the shown preview.")
-    steps = t.Tuple(read_only=True, help="The previewed steps (rows), in order.")
-    num_partial = t.Int(0, read_only=True, help="How many per-replica batches are partial.")
-    num_empty = t.Int(0, read_only=True, help="How many per-replica batches are EMPTY.")
+    show_warnings = traitlets.Bool(
+        True, help="Whether the preview's warnings are listed below the grid."
+    )
+    num_replicas = traitlets.Int(0, read_only=True, help="Replicas (columns) in the shown preview.")
+    steps = traitlets.Tuple(read_only=True, help="The previewed steps (rows), in order.")
+    num_partial = traitlets.Int(0, read_only=True, help="How many per-replica batches are partial.")
+    num_empty = traitlets.Int(0, read_only=True, help="How many per-replica batches are EMPTY.")
 
     def __init__(self, preview, *, title: str = "", **kwargs):
         super().__init__(**kwargs)
         self.title = title
         self.preview = None
-        self._header = w.HTML()
-        self._grid = w.HTML()
-        self._warnings = w.HTML()
+        self._header = ipywidgets.HTML()
+        self._grid = ipywidgets.HTML()
+        self._warnings = ipywidgets.HTML()
         self.children = [self._header, self._grid, self._warnings]
         try:
             self.update(preview)
@@ -115,14 +127,9 @@ class BatchSplitView(SnapshotMixin, w.VBox):
         )
         return cls(preview, **kwargs)
 
-    @t.validate("max_ids")
-    def _at_least_two(self, proposal):
-        if proposal["value"] < 2:
-            raise t.TraitError(
-                f"max_ids must be >= 2 (the first ids, '...' and the last), got "
-                f"{proposal['value']}: write e.g. max_ids=12."
-            )
-        return proposal["value"]
+    _ids = at_least(
+        "max_ids", minimum=2, why="the first ids, '...' and the last", example="max_ids=12"
+    )
 
     def update(self, preview) -> None:
         """Show another preview in place.
@@ -144,7 +151,7 @@ class BatchSplitView(SnapshotMixin, w.VBox):
             >>> view.steps
             (0,)
         """
-        _check(preview)
+        preview = _shown_preview(preview)
         self.preview = preview
         self.set_trait("num_replicas", preview.num_replicas)
         self.set_trait("steps", tuple(sorted({b.step for b in preview.batches})))
@@ -168,13 +175,13 @@ class BatchSplitView(SnapshotMixin, w.VBox):
             True
         """
         inner = self._header_html() + self._grid_html() + self._warnings_html()
-        return r.container(inner, "mw-batches mw-snapshot")
+        return container(inner, "mw-batches mw-snapshot")
 
     # ------------------------------------------------------------------ drawing
 
     def _redraw(self, change=None) -> None:
         self._header.value = self._header_html()
-        self._grid.value = r.container(self._grid_html(), "mw-batches")
+        self._grid.value = container(self._grid_html(), "mw-batches")
         self._warnings.value = self._warnings_html()
 
     def _header_html(self) -> str:
@@ -191,12 +198,12 @@ class BatchSplitView(SnapshotMixin, w.VBox):
         legend = (
             f'<span style="background:{AMBER_BG};color:{AMBER};border:1px solid {AMBER};'
             'padding:0 4px;border-radius:3px">partial</span> '
-            f'<span style="background:{RED_BG};color:{r.RED};border:1px solid {r.RED};'
+            f'<span style="background:{RED_BG};color:{RED};border:1px solid {RED};'
             'padding:0 4px;border-radius:3px">EMPTY</span>'
         )
         return (
-            f'<div class="mw-title" style="{r.FONT}"><strong>{r.esc(heading)}</strong> '
-            f'<span style="color:{r.GREY}">({r.esc(", ".join(bits))})</span> {legend}</div>'
+            f'<div class="mw-title" style="{FONT}"><strong>{esc(heading)}</strong> '
+            f'<span style="color:{GREY}">({esc(", ".join(bits))})</span> {legend}</div>'
         )
 
     def _grid_html(self) -> str:
@@ -206,8 +213,8 @@ class BatchSplitView(SnapshotMixin, w.VBox):
             devices.setdefault(b.replica, b.device)
         head = "".join(
             f'<th data-replica="{i}" style="padding:2px 6px;text-align:left">replica {i} '
-            f'<span class="mw-device" style="color:{r.GREY};font-weight:normal">'
-            f"{r.esc(devices.get(i, '?'))}</span></th>"
+            f'<span class="mw-device" style="color:{GREY};font-weight:normal">'
+            f"{esc(devices.get(i, '?'))}</span></th>"
             for i in range(p.num_replicas)
         )
         rows, previous = [], None
@@ -223,7 +230,7 @@ class BatchSplitView(SnapshotMixin, w.VBox):
                 )
                 rows.append(
                     f'<tr class="mw-gap"><td colspan="{p.num_replicas + 1}" '
-                    f'style="color:{r.GREY};padding:0 6px">&#8942; {hidden} not shown</td></tr>'
+                    f'style="color:{GREY};padding:0 6px">&#8942; {hidden} not shown</td></tr>'
                 )
             previous = step
             cells = by_step[step]
@@ -231,7 +238,7 @@ class BatchSplitView(SnapshotMixin, w.VBox):
             of = "" if p.global_batch is None else f" of {p.global_batch}"
             row_head = (
                 f'<th style="padding:2px 6px;text-align:left;white-space:nowrap">step {step}'
-                f'<div style="color:{r.GREY};font-weight:normal">{got}{of} examples</div></th>'
+                f'<div style="color:{GREY};font-weight:normal">{got}{of} examples</div></th>'
             )
             tds = "".join(
                 self._cell_html(cells[i]) if i in cells else "<td></td>"
@@ -254,9 +261,9 @@ class BatchSplitView(SnapshotMixin, w.VBox):
         chips = "".join(
             f'<span class="mw-id" style="display:inline-block;min-width:1.6em;text-align:center;'
             f'border:1px solid {_BORDER};border-radius:3px;margin:1px;background:{style.SURFACE}">'
-            f"{r.esc(s)}</span>"
+            f"{esc(s)}</span>"
             if s != "..."
-            else f'<span class="mw-more" style="color:{r.GREY}">&#8230;</span>'
+            else f'<span class="mw-more" style="color:{GREY}">&#8230;</span>'
             for s in shown
         )
         if batch.status == "EMPTY":
@@ -266,7 +273,7 @@ class BatchSplitView(SnapshotMixin, w.VBox):
             label = count if batch.status == "full" else f"{count} (partial)"
         return (
             f'<td class="mw-cell" data-step="{batch.step}" data-replica="{batch.replica}" '
-            f'data-status="{r.esc(batch.status)}" style="vertical-align:top;'
+            f'data-status="{esc(batch.status)}" style="vertical-align:top;'
             f"border:1px solid {border};border-radius:6px;padding:4px 6px;"
             f'background:{background};min-width:120px">'
             f'<div class="mw-ids">{chips}</div>'
@@ -279,20 +286,21 @@ class BatchSplitView(SnapshotMixin, w.VBox):
             return ""
         if not self.preview.warnings:
             return (
-                f'<div class="mw-ok" style="{r.FONT};color:{r.GREEN}">'
+                f'<div class="mw-ok" style="{FONT};color:{GREEN}">'
                 "&#10003; no warnings: every replica got a full batch at every previewed step</div>"
             )
         return "".join(
-            f'<div class="mw-warning" style="{r.FONT};color:{AMBER};margin-top:4px">'
-            f"<strong>Warning</strong>: {r.esc(text)}</div>"
+            f'<div class="mw-warning" style="{FONT};color:{AMBER};margin-top:4px">'
+            f"<strong>Warning</strong>: {esc(text)}</div>"
             for text in self.preview.warnings
         )
 
 
-def _check(preview) -> None:
-    from mirrorkit.checks.input_preview import InputPreview
+def _shown_preview(preview):
+    """``preview`` if it is an InputPreview that holds batches, else a clear error."""
+    import mirrorkit as mk
 
-    if not isinstance(preview, InputPreview):
+    if not isinstance(preview, mk.InputPreview):
         got = type(preview).__name__
         if callable(preview) and getattr(preview, "__name__", "") == "preview_input":
             got = "the function preview_input itself (call it and pass its result)"
@@ -307,3 +315,4 @@ def _check(preview) -> None:
             "no step at all. Check that it is not empty (e.g. a take(0) or a filter that "
             "drops everything) before distributing it."
         )
+    return preview

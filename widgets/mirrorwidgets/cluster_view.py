@@ -1,25 +1,38 @@
-"""ClusterView: a multi-worker cluster while it runs: who is up, who trains, who failed."""
+"""ClusterView: a multi-worker cluster while it runs: who is up, who trains, who failed.
+
+Example:
+    >>> import mirrorkit as mk
+    >>> from mirrorwidgets import ClusterView
+    >>> view = ClusterView(2)
+    >>> view.update(mk.WorkerEvent(1, "failed", text="exit status -9"))
+    True
+    >>> view.states
+    ('starting', 'failed')
+"""
 
 from __future__ import annotations
 
 import threading
 import time
 
-import ipywidgets as w
-import traitlets as t
+import ipywidgets
+import traitlets
 
 import mirrorkit as mk
-from mirrorwidgets import _cluster_render as cr, _render as r
-from mirrorwidgets._cluster_render import STATE_COLORS
+from mirrorkit._validate import refuse
+from mirrorwidgets import _cluster_view_render
+from mirrorwidgets._cluster_view_render import STATE_COLORS
+from mirrorwidgets._render import container
 from mirrorwidgets._snapshot import SnapshotMixin
-from mirrorwidgets._throttle import Throttle, budget_message
+from mirrorwidgets._throttle import Throttle
+from mirrorwidgets._traits import at_least, budget_fraction
 
 __all__ = ["STATE_COLORS", "ClusterView"]
 
 _FINAL_KINDS = ("finished", "failed", "stopped")
 
 
-class ClusterView(SnapshotMixin, w.VBox):
+class ClusterView(SnapshotMixin, ipywidgets.VBox):
     """Draw a multi-worker cluster live: its topology, each worker's state, and the losses.
 
     The view holds a ``mirrorkit.ClusterStatus`` and folds each ``mirrorkit.WorkerEvent``
@@ -63,21 +76,23 @@ class ClusterView(SnapshotMixin, w.VBox):
         True
     """
 
-    title = t.Unicode("Multi-worker cluster", help="Heading above the view.")
-    min_interval = t.Float(0.08, help="Fewest seconds between redraws while events arrive.")
-    budget = t.Float(0.05, help="Largest fraction of wall time that redraws may take.")
-    plot_interval = t.Float(
+    title = traitlets.Unicode("Multi-worker cluster", help="Heading above the view.")
+    min_interval = traitlets.Float(0.08, help="Fewest seconds between redraws while events arrive.")
+    budget = traitlets.Float(0.05, help="Largest fraction of wall time that redraws may take.")
+    plot_interval = traitlets.Float(
         2.0, help="Fewest seconds between redraws of the loss plot while workers run."
     )
-    max_points = t.Int(
+    max_points = traitlets.Int(
         500, help="Most points in each worker's loss line (beyond: every k-th, and the last)."
     )
-    num_workers = t.Int(0, read_only=True, help="How many workers the cluster has.")
-    states = t.Tuple(read_only=True, help="Each worker's state, one of mirrorkit.WORKER_STATES.")
-    steps = t.Tuple(
+    num_workers = traitlets.Int(0, read_only=True, help="How many workers the cluster has.")
+    states = traitlets.Tuple(
+        read_only=True, help="Each worker's state, one of mirrorkit.WORKER_STATES."
+    )
+    steps = traitlets.Tuple(
         read_only=True, help="Each worker's last finished step (None before its first)."
     )
-    num_events = t.Int(0, read_only=True, help="How many events the view has applied.")
+    num_events = traitlets.Int(0, read_only=True, help="How many events the view has applied.")
 
     def __init__(
         self,
@@ -87,7 +102,7 @@ class ClusterView(SnapshotMixin, w.VBox):
         title: str = "Multi-worker cluster",
         **kwargs,
     ):
-        _check_num_workers(num_workers)
+        num_workers = _worker_count(num_workers)
         status = mk.ClusterStatus(num_workers)
         for worker, address in zip(status.workers, _addresses(addresses, num_workers), strict=True):
             worker.address = address
@@ -99,11 +114,11 @@ class ClusterView(SnapshotMixin, w.VBox):
         self._plotted_at = -float("inf")
         self._svg_cache: tuple[str, str] = ("", "")
         self._plot_cache: tuple[tuple | None, str] = (None, "")
-        self._header = w.HTML()
-        self._topology = w.HTML()
-        self._plot = w.HTML(layout=w.Layout(display="none"))
-        self._table = w.HTML()
-        self.children = [self._header, w.HBox([self._topology, self._plot]), self._table]
+        self._header = ipywidgets.HTML()
+        self._topology = ipywidgets.HTML()
+        self._plot = ipywidgets.HTML(layout=ipywidgets.Layout(display="none"))
+        self._table = ipywidgets.HTML()
+        self.children = [self._header, ipywidgets.HBox([self._topology, self._plot]), self._table]
         try:
             self._set_traits()
             self._draw(plot=True)
@@ -113,16 +128,9 @@ class ClusterView(SnapshotMixin, w.VBox):
         self.observe(self._redraw, names=["title", "max_points"])
         self.observe(self._retime, names=["min_interval", "budget"])
 
-    @t.validate("min_interval", "budget", "plot_interval", "max_points")
-    def _check_settings(self, proposal):
-        value, name = proposal["value"], proposal["trait"].name
-        if name in ("min_interval", "plot_interval") and value < 0:
-            raise t.TraitError(f"{name} must be >= 0 seconds, got {value!r}.")
-        if name == "budget" and not 0 < value <= 1:
-            raise t.TraitError(budget_message(value))
-        if name == "max_points" and value < 2:
-            raise t.TraitError(f"max_points must be >= 2 (a line needs two points), got {value!r}.")
-        return value
+    _budget = budget_fraction()
+    _intervals = at_least("min_interval", "plot_interval", minimum=0, unit="seconds")
+    _points = at_least("max_points", minimum=2, why="a line needs two points")
 
     @property
     def status(self) -> mk.ClusterStatus:
@@ -147,7 +155,7 @@ class ClusterView(SnapshotMixin, w.VBox):
             >>> ClusterView(3).edges, ClusterView(1).edges
             (((0, 1), (1, 2), (2, 0)), ())
         """
-        return cr.ring_edges(self._status.num_workers)
+        return _cluster_view_render.ring_edges(self._status.num_workers)
 
     def update(self, event: mk.WorkerEvent) -> bool:
         """Apply one event from the cluster; redraw if a redraw is due.
@@ -196,13 +204,12 @@ class ClusterView(SnapshotMixin, w.VBox):
             self._status.apply(event)
             self._set_traits()
             final = event.kind in _FINAL_KINDS
-            if not final and not self._throttle.due():
-                return False
-            self._throttle.begin()
-            now = time.perf_counter()
-            self._draw(plot=final or now - self._plotted_at >= self.plot_interval)
-            self._throttle.end()
-            return True
+
+            def draw() -> None:
+                plot_due = time.perf_counter() - self._plotted_at >= self.plot_interval
+                self._draw(plot=final or plot_due)
+
+            return self._throttle.update_if_due(draw, force=final)
 
     def flush(self) -> None:
         """Redraw everything now, the loss plot included (e.g. after the cluster ran).
@@ -242,7 +249,7 @@ class ClusterView(SnapshotMixin, w.VBox):
             ['worker 0 (chief)', 'worker 2']
         """
         with self._lock:
-            return cr.loss_figure(self._status, self.max_points)
+            return _cluster_view_render.loss_figure(self._status, self.max_points)
 
     def snapshot_html(self) -> str:
         """Every event applied so far, drawn as HTML: topology, table and loss chart (SVG).
@@ -262,7 +269,7 @@ class ClusterView(SnapshotMixin, w.VBox):
             '<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">'
             f"<div>{topology}</div>{chart}</div>"
         )
-        return r.container(header + picture + table, "mw-cluster mw-snapshot")
+        return container(header + picture + table, "mw-cluster mw-snapshot")
 
     # ------------------------------------------------------------------ drawing
 
@@ -282,17 +289,22 @@ class ClusterView(SnapshotMixin, w.VBox):
     def _render(self, *, plot: bool) -> tuple[str, str, str, str]:
         """Header, topology SVG, table and (if ``plot``) the loss chart, as HTML."""
         status = self._status
-        dot = cr.graph(status)
+        dot = _cluster_view_render.graph(status)
         if self._svg_cache[0] != dot.source:  # dot runs only when the drawing changes
-            self._svg_cache = (dot.source, cr.svg(dot))
+            self._svg_cache = (dot.source, _cluster_view_render.svg(dot))
         chart = self._loss_svg() if plot else ""
         chart = f"<div>{chart}</div>" if chart else ""
-        return cr.header_html(status, self.title), self._svg_cache[1], cr.table_html(status), chart
+        return (
+            _cluster_view_render.header_html(status, self.title),
+            self._svg_cache[1],
+            _cluster_view_render.table_html(status),
+            chart,
+        )
 
     def _loss_svg(self) -> str:
-        key = cr.loss_key(self._status, self.max_points)
+        key = _cluster_view_render.loss_key(self._status, self.max_points)
         if self._plot_cache[0] != key:
-            self._plot_cache = (key, cr.loss_svg(self._status, self.max_points))
+            self._plot_cache = (key, _cluster_view_render.loss_svg(self._status, self.max_points))
         return self._plot_cache[1]
 
     def _draw(self, *, plot: bool) -> None:
@@ -308,28 +320,27 @@ class ClusterView(SnapshotMixin, w.VBox):
             self._plot.layout.display = None if chart else "none"
 
 
-def _check_num_workers(num_workers) -> None:
-    """``num_workers`` is a whole number >= 1; say what to write when it is not."""
+def _worker_count(num_workers) -> int:
+    """``num_workers`` if it is a whole number >= 1; else say what to write."""
     if isinstance(num_workers, int) and not isinstance(num_workers, bool) and num_workers >= 1:
-        return
-    if isinstance(num_workers, list | tuple) and all(isinstance(a, str) for a in num_workers):
-        todo = f"write ClusterView({len(num_workers)}, addresses=[...]) with this list"
-    elif isinstance(num_workers, str) and num_workers.strip().isdigit():
-        todo = f"write ClusterView({int(num_workers)}) without quotes"
-    elif isinstance(num_workers, float) and num_workers.is_integer() and num_workers >= 1:
-        todo = f"write ClusterView({int(num_workers)})"
-    elif hasattr(num_workers, "num_workers"):  # a LocalCluster
-        todo = "write ClusterView(cluster.num_workers)"
-    else:
-        todo = "a cluster has at least one worker: write e.g. ClusterView(2)"
+        return num_workers
     got = f"{type(num_workers).__name__} {num_workers!r}"
-    if hasattr(num_workers, "num_workers"):
-        got = type(num_workers).__name__
-    raise ValueError(f"num_workers must be an int >= 1 (how many workers), got {got}: {todo}.")
+    if isinstance(num_workers, list | tuple) and all(isinstance(a, str) for a in num_workers):
+        write = f"ClusterView({len(num_workers)}, addresses=[...]) with this list"
+    elif isinstance(num_workers, str) and num_workers.strip().isdigit():
+        write = f"ClusterView({int(num_workers)}) without quotes"
+    elif isinstance(num_workers, float) and num_workers.is_integer() and num_workers >= 1:
+        write = f"ClusterView({int(num_workers)})"
+    elif hasattr(num_workers, "num_workers"):  # a LocalCluster
+        got, write = type(num_workers).__name__, "ClusterView(cluster.num_workers)"
+    else:
+        got, write = f"{got}: a cluster has at least one worker", "e.g. ClusterView(2)"
+    must = "an int >= 1 (how many workers)"
+    refuse("num_workers", num_workers, must=must, got=got, write=write, error=ValueError)
 
 
 def _addresses(addresses, num_workers: int) -> list[str]:
-    """Check ``addresses``: None, or one string per worker."""
+    """``addresses`` as one string per worker (empty strings if None), or a clear error."""
     if addresses is None:
         return [""] * num_workers
     try:
@@ -343,10 +354,8 @@ def _addresses(addresses, num_workers: int) -> list[str]:
             example = repr([f"localhost:{port}" for port in given])
         else:
             example = "['localhost:2222', 'localhost:2223']"
-        raise TypeError(
-            "addresses must be a sequence of 'host:port' strings, one per worker, "
-            f"got {addresses!r}: write addresses={example}."
-        )
+        must = "a sequence of 'host:port' strings, one per worker"
+        refuse("addresses", addresses, must=must, got=repr(addresses), write=f"addresses={example}")
     addresses = given
     if len(addresses) != num_workers:
         raise ValueError(

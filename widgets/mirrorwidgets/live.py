@@ -1,18 +1,30 @@
-"""Live training view: per-replica loss, gradient norms and step time while training runs."""
+"""Live training view: per-replica loss, gradient norms and step time while training runs.
+
+Example:
+    >>> import tensorflow as tf
+    >>> from mirrorwidgets import LiveTrainingHook
+    >>> hook = LiveTrainingHook(min_interval=0.0, budget=1.0)
+    >>> hook.step(tf.constant(0.5)), hook.view.step
+    (True, 1)
+"""
 
 from __future__ import annotations
 
 import time
-import weakref
 
-import ipywidgets as w
+import ipywidgets
 import keras
 import numpy as np
-import traitlets as t
+import traitlets
 
-from mirrorwidgets import _lines_chart as lc, _plot as plot, _render as r, _values
+from mirrorkit._validate import refuse
+from mirrorwidgets import _plot, _values
+from mirrorwidgets._lines_chart import Series, lines_svg
+from mirrorwidgets._probe import distributed_probe, probe_function
+from mirrorwidgets._render import FONT, GREY, container, esc
 from mirrorwidgets._snapshot import SnapshotMixin
 from mirrorwidgets._throttle import Throttle, check_settings
+from mirrorwidgets._traits import at_least
 from mirrorwidgets.replica_grid import ReplicaGrid
 
 _HINT = (
@@ -21,7 +33,7 @@ _HINT = (
 )
 
 
-class LiveTrainingView(SnapshotMixin, w.VBox):
+class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
     """A grid of per-replica loss and gradient norm, a step-time line and a loss plot.
 
     Feed it with :class:`LiveTrainingCallback` (``model.fit``) or :class:`LiveTrainingHook`
@@ -43,37 +55,28 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
         (1, [0.5])
     """
 
-    title = t.Unicode("Live training", help="Heading above the view.")
-    step = t.Int(0, read_only=True, help="The last recorded training step.")
-    num_replicas = t.Int(0, read_only=True, help="Replicas in the last record.")
-    plot_interval = t.Float(2.0, help="Seconds between redraws of the loss chart.")
-    max_points = t.Int(500, help="Most steps kept for the plot (older ones are thinned out).")
+    title = traitlets.Unicode("Live training", help="Heading above the view.")
+    step = traitlets.Int(0, read_only=True, help="The last recorded training step.")
+    num_replicas = traitlets.Int(0, read_only=True, help="Replicas in the last record.")
+    plot_interval = traitlets.Float(2.0, help="Seconds between redraws of the loss chart.")
+    max_points = traitlets.Int(
+        500, help="Most steps kept for the plot (older ones are thinned out)."
+    )
 
     def __init__(self, *, title: str = "Live training", **kwargs):
         super().__init__(**kwargs)
         self.title = title
         self.history: dict[str, list] = {"step": [], "loss": [], "grad_norm": [], "step_time": []}
-        self._header = w.HTML(self._header_html(None, None))
+        self._header = ipywidgets.HTML(self._header_html(None, None))
         self._grid: ReplicaGrid | None = None
-        self._grid_box = w.VBox()
-        self._plot = w.HTML()
+        self._grid_box = ipywidgets.VBox()
+        self._plot = ipywidgets.HTML()
         self._plot_svg = ""
         self._plotted_at = -float("inf")
         self.children = [self._header, self._grid_box, self._plot]
 
-    @t.validate("plot_interval")
-    def _non_negative(self, proposal):
-        if not proposal["value"] >= 0:
-            raise t.TraitError(f"plot_interval must be >= 0 seconds, got {proposal['value']}.")
-        return proposal["value"]
-
-    @t.validate("max_points")
-    def _at_least_two(self, proposal):
-        if proposal["value"] < 2:
-            raise t.TraitError(
-                f"max_points must be >= 2 (a line needs two points), got {proposal['value']}."
-            )
-        return proposal["value"]
+    _interval = at_least("plot_interval", minimum=0, unit="seconds")
+    _points = at_least("max_points", minimum=2, why="a line needs two points")
 
     def record(self, step: int, loss, grad_norm=None, *, step_time=None, fit_loss=None) -> None:
         """Show one step: per-replica values (``PerReplica`` from ``strategy.run``) and timing.
@@ -98,7 +101,7 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
             >>> "0.1" in view.snapshot_html()
             True
         """
-        step = _step_number(step, "write view.record(step, loss) with the step as an int")
+        step = _step_number(step, "view.record(step, loss) with the step as an int")
         values = {"loss": loss} if grad_norm is None else {"loss": loss, "grad_norm": grad_norm}
         for name, value in values.items():
             if not _values.is_tensorflow_value(value):
@@ -140,17 +143,17 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
     def _keep_history_short(self) -> None:
         count = len(self.history["step"])
         if count > self.max_points:  # keeps about every other step, and the last
-            kept = plot.thin(range(count), self.max_points)
+            kept = _plot.thin(range(count), self.max_points)
             for key in self.history:
                 self.history[key] = [self.history[key][i] for i in kept]
 
     def _header_html(self, step_time, fit_loss) -> str:
-        bits = [f"<strong>{r.esc(self.title)}</strong>", f"step {self.step}"]
+        bits = [f"<strong>{esc(self.title)}</strong>", f"step {self.step}"]
         if step_time is not None:
             bits.append(f"step time {step_time * 1000:.1f} ms")
         if fit_loss is not None:
             bits.append(f"fit loss {float(fit_loss):.4g}")
-        return f'<div class="mw-live" style="{r.FONT}">{" &middot; ".join(bits)}</div>'
+        return f'<div class="mw-live" style="{FONT}">{" &middot; ".join(bits)}</div>'
 
     def refresh_plot(self) -> None:
         """Redraw the loss chart now (``record`` does it every ``plot_interval`` seconds).
@@ -169,10 +172,10 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
             return
         steps = self.history["step"]
         series = [
-            lc.Series(f"replica {i}", list(zip(steps, column.tolist(), strict=True)), look=i)
+            Series(f"replica {i}", list(zip(steps, column.tolist(), strict=True)), look=i)
             for i, column in enumerate(np.vstack(self.history["loss"]).T)
         ]
-        self._plot_svg = lc.lines_svg(series, css_class="mw-live-loss", label="loss per replica")
+        self._plot_svg = lines_svg(series, css_class="mw-live-loss", label="loss per replica")
         self._plot.value = self._plot_svg
 
     def snapshot_html(self) -> str:
@@ -187,11 +190,11 @@ class LiveTrainingView(SnapshotMixin, w.VBox):
             True
         """
         if self._grid is None:
-            return r.container(
-                f"{self._header.value}<div style='color:{r.GREY}'>no steps yet</div>", "mw-live"
+            return container(
+                f"{self._header.value}<div style='color:{GREY}'>no steps yet</div>", "mw-live"
             )
         chart = f"<div>{self._plot_svg}</div>" if self._plot_svg else ""
-        return r.container(self._header.value + self._grid.snapshot_html() + chart, "mw-live")
+        return container(self._header.value + self._grid.snapshot_html() + chart, "mw-live")
 
 
 class LiveTrainingHook:
@@ -225,9 +228,8 @@ class LiveTrainingHook:
     """
 
     def __init__(self, view: LiveTrainingView | None = None, *, min_interval=0.05, budget=0.05):
-        _check_view(view, "LiveTrainingHook")
+        self.view = _view_or_new(view, "LiveTrainingHook")
         check_settings(min_interval, budget)
-        self.view = view if view is not None else LiveTrainingView()
         self.throttle = Throttle(min_interval, budget)
         self.steps = 0
         self._last_step_end: float | None = None
@@ -260,15 +262,14 @@ class LiveTrainingHook:
         if step_time is not None:
             self.throttle.step_ended(step_time)
         if step is not None:
-            step = _step_number(step, "write hook.step(loss, step=int(...)), or leave step out")
+            step = _step_number(step, "hook.step(loss, step=int(...)), or leave step out")
         self.steps = self.steps + 1 if step is None else step
-        if not self.throttle.due():
-            return False
-        self.throttle.begin()
-        self.view.record(self.steps, loss, grad_norm, step_time=step_time)
-        self.throttle.end()
-        self._last_step_end = time.perf_counter()  # the next step starts after the update
-        return True
+        updated = self.throttle.update_if_due(
+            lambda: self.view.record(self.steps, loss, grad_norm, step_time=step_time)
+        )
+        if updated:
+            self._last_step_end = time.perf_counter()  # the next step starts after the update
+        return updated
 
     @property
     def updates(self) -> int:
@@ -287,71 +288,8 @@ class LiveTrainingHook:
             >>> '<svg class="mw-live-loss"' in hook.view.snapshot_html()
             True
         """
-        started = time.perf_counter()
-        self.view.refresh_plot()
-        self.throttle.charge(time.perf_counter() - started)
-
-
-# One compiled probe function per (model, strategy): re-tracing costs far more than a step.
-_PROBES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-# The probe batch, split across the replicas, per strategy and probe: making a distributed
-# dataset's iterator costs about 0.15 s on 4 replicas (measured), more than 50 updates.
-_BATCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_BATCHES_KEPT = 4  # probes per strategy
-
-
-def _distributed_probe(strategy, x, y):
-    """``(x, y)`` split across the replicas as ``fit`` splits a batch, made once."""
-    import hashlib
-
-    import tensorflow as tf
-
-    digest = hashlib.blake2b(digest_size=16)
-    for array in tf.nest.flatten((x, y)):
-        array = np.asarray(array)
-        digest.update(f"{array.dtype.str}{array.shape}".encode())
-        digest.update(np.ascontiguousarray(array).tobytes())
-    kept = _BATCHES.setdefault(strategy, {})
-    key = digest.hexdigest()
-    if key not in kept:
-        dataset = tf.data.Dataset.from_tensors((x, y))
-        kept[key] = next(iter(strategy.experimental_distribute_dataset(dataset)))
-        while len(kept) > _BATCHES_KEPT:
-            kept.pop(next(iter(kept)))
-    return kept[key]
-
-
-def _unscale(loss, num_replicas: int):
-    """Undo the 1/num_replicas scaling Keras's TF backend applies to losses under a strategy."""
-    try:
-        from keras.src.losses.loss import unscale_loss_for_distribution
-    except ImportError:  # pragma: no cover - keras moved it; same arithmetic
-        return loss * num_replicas if num_replicas > 1 else loss
-    return unscale_loss_for_distribution(loss)
-
-
-def _probe_function(model, strategy):
-    cached = _PROBES.get(model)
-    if cached is not None and cached[0] is strategy:
-        return cached[1]
-    import tensorflow as tf
-
-    def replica_stats(x, y):
-        with tf.GradientTape() as tape:
-            y_pred = model(x, training=False)
-            loss = model.compute_loss(x=x, y=y, y_pred=y_pred, training=False)
-        gradients = tape.gradient(loss, model.trainable_variables)
-        num = tf.distribute.get_replica_context().num_replicas_in_sync
-        # Keras scales each replica's loss (and so its gradients) by 1/num_replicas so that
-        # the all-reduce sum is a mean; undo that to show the replica's own values.
-        return _unscale(loss, num), _unscale(tf.linalg.global_norm(gradients), num)
-
-    @tf.function
-    def probe(x, y):
-        return strategy.run(replica_stats, args=(x, y))
-
-    _PROBES[model] = (strategy, probe)
-    return probe
+        with self.throttle.charged():
+            self.view.refresh_plot()
 
 
 class LiveTrainingCallback(keras.callbacks.Callback):
@@ -398,12 +336,10 @@ class LiveTrainingCallback(keras.callbacks.Callback):
         self, probe, view: LiveTrainingView | None = None, *, min_interval=0.05, budget=0.05
     ):
         super().__init__()
-        _check_probe(probe)
-        _check_view(view, "LiveTrainingCallback")
+        self._probe_data = _probe_pair(probe)
+        self.view = _view_or_new(view, "LiveTrainingCallback")
         check_settings(min_interval, budget)
-        self.view = view if view is not None else LiveTrainingView()
         self.throttle = Throttle(min_interval, budget)
-        self._probe_data = tuple(probe)
         self._batch = None
         self._fn = None
         self._began = 0.0
@@ -420,11 +356,8 @@ class LiveTrainingCallback(keras.callbacks.Callback):
         Its time counts in the budget (the first ``fit`` of a model traces the probe).
         """
         self.throttle.start_clock()
-        started = time.perf_counter()
-        try:
+        with self.throttle.charged():
             self._prepare()
-        finally:
-            self.throttle.charge(time.perf_counter() - started)
 
     def _prepare(self) -> None:
         strategy = self.model.distribute_strategy
@@ -436,8 +369,8 @@ class LiveTrainingCallback(keras.callbacks.Callback):
                 f"give it at least one example per replica, e.g. probe=(x[:{replicas}], "
                 f"y[:{replicas}])."
             )
-        self._batch = _distributed_probe(strategy, x, y)
-        self._fn = _probe_function(self.model, strategy)
+        self._batch = distributed_probe(strategy, x, y)
+        self._fn = probe_function(self.model, strategy)
         self._fn.get_concrete_function(*self._batch)  # traced here, once per model and probe
 
     def on_train_batch_begin(self, batch, logs=None):
@@ -449,40 +382,38 @@ class LiveTrainingCallback(keras.callbacks.Callback):
         step_time = time.perf_counter() - self._began
         self._global_step += 1
         self.throttle.step_ended(step_time)
-        if not self.throttle.due():
-            return
-        self.throttle.begin()
-        loss, grad_norm = self._fn(*self._batch)
         fit_loss = None if not logs or "loss" not in logs else logs["loss"]
+        self.throttle.update_if_due(lambda: self._probe_and_record(step_time, fit_loss))
+
+    def _probe_and_record(self, step_time: float, fit_loss) -> None:
+        loss, grad_norm = self._fn(*self._batch)
         self.view.record(self._global_step, loss, grad_norm, step_time=step_time, fit_loss=fit_loss)
-        self.throttle.end()
 
     def on_train_end(self, logs=None):
         """Draw the final plot, so the view (and its snapshot) ends on the last state."""
-        started = time.perf_counter()
-        self.view.refresh_plot()
-        self.throttle.charge(time.perf_counter() - started)
+        with self.throttle.charged():
+            self.view.refresh_plot()
 
 
-def _step_number(step, todo: str) -> int:
-    """``step`` as an int; a TypeError saying ``todo`` if it is not a whole number."""
+def _step_number(step, write: str) -> int:
+    """``step`` as an int; a TypeError saying what to ``write`` if it is not a whole number."""
     try:
         number = int(step)
         whole = not isinstance(step, bool | str | bytes) and float(step) == number
     except (TypeError, ValueError):
         whole = False
     if not whole:
-        raise TypeError(
-            f"step must be a whole number (the training step), got {type(step).__name__} "
-            f"{step!r}: {todo}."
-        )
+        must = "a whole number (the training step)"
+        refuse("step", step, must=must, got=f"{type(step).__name__} {step!r}", write=write)
     return number
 
 
-def _check_view(view, owner: str) -> None:
-    """``view`` is None or a LiveTrainingView."""
-    if view is None or isinstance(view, LiveTrainingView):
-        return
+def _view_or_new(view, owner: str) -> LiveTrainingView:
+    """``view``, or a new LiveTrainingView if it is None; a TypeError if it is not a view."""
+    if view is None:
+        return LiveTrainingView()
+    if isinstance(view, LiveTrainingView):
+        return view
     if view is LiveTrainingView:
         got, todo = "the class LiveTrainingView", f"make one, {owner}(view=LiveTrainingView())"
     elif hasattr(view, "num_replicas_in_sync"):
@@ -497,10 +428,10 @@ def _check_view(view, owner: str) -> None:
     raise TypeError(f"view must be a LiveTrainingView or None, got {got}: {todo}.")
 
 
-def _check_probe(probe) -> None:
-    """``probe`` is an ``(x, y)`` pair."""
+def _probe_pair(probe) -> tuple:
+    """``probe`` as an ``(x, y)`` tuple, or a TypeError saying what it is instead."""
     if isinstance(probe, tuple | list) and len(probe) == 2:
-        return
+        return tuple(probe)
     if isinstance(probe, keras.Model):
         got = "a Keras model (the callback finds the model itself when fit calls it)"
     elif isinstance(probe, tuple | list):
@@ -511,7 +442,5 @@ def _check_probe(probe) -> None:
         got = f"one array of shape {tuple(probe.shape)} (the inputs alone)"
     else:
         got = type(probe).__name__
-    raise TypeError(
-        f"probe must be an (x, y) pair of arrays, one global batch, got {got}: write e.g. "
-        "probe=(x_train[:64], y_train[:64])."
-    )
+    must = "an (x, y) pair of arrays, one global batch"
+    refuse("probe", probe, must=must, got=got, write="e.g. probe=(x_train[:64], y_train[:64])")

@@ -1,16 +1,26 @@
-"""LossCurves: the loss of several training runs against the examples seen, side by side."""
+"""LossCurves: the loss of several training runs against the examples seen, side by side.
+
+Example:
+    >>> from mirrorwidgets import LossCurves
+    >>> LossCurves([{"replicas": 2, "examples": [64, 128], "losses": [1.2, 0.7]}]).labels
+    ('2 replicas',)
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import NoReturn
 
-import ipywidgets as w
+import ipywidgets
 import numpy as np
-import traitlets as t
+import traitlets
 
-from mirrorwidgets import _curves_chart as cc, _records as rec, _render as r
+from mirrorwidgets._loss_curves_render import Panel, Run, curves_svg
+from mirrorwidgets._records import field, is_record, refuse_field
+from mirrorwidgets._render import FONT, RED, container, esc
 from mirrorwidgets._snapshot import SnapshotMixin
+from mirrorwidgets._traits import at_least
 
 _HINT = (
     "Pass a ScalingSweep from mirrorkit (mk.run_scaling_sweep), a list of them (one panel "
@@ -19,7 +29,7 @@ _HINT = (
 )
 
 
-class LossCurves(SnapshotMixin, w.VBox):
+class LossCurves(SnapshotMixin, ipywidgets.VBox):
     """Draw the loss of several runs against the examples seen: one line per run.
 
     Made for :func:`mirrorkit.run_scaling_sweep`, which trains the same task at several
@@ -55,21 +65,23 @@ class LossCurves(SnapshotMixin, w.VBox):
         2
     """
 
-    title = t.Unicode("Training loss against examples seen", help="Heading above the chart.")
-    shared_y = t.Bool(
+    title = traitlets.Unicode(
+        "Training loss against examples seen", help="Heading above the chart."
+    )
+    shared_y = traitlets.Bool(
         True, help="Whether every panel uses one loss axis (False: each panel its own)."
     )
-    panel_width = t.Int(230, help="Width of one panel in pixels (100 or more).")
-    num_panels = t.Int(0, read_only=True, help="How many panels: one per sweep passed.")
-    labels = t.Tuple(read_only=True, help="Each line's label, panel by panel.")
+    panel_width = traitlets.Int(230, help="Width of one panel in pixels (100 or more).")
+    num_panels = traitlets.Int(0, read_only=True, help="How many panels: one per sweep passed.")
+    labels = traitlets.Tuple(read_only=True, help="Each line's label, panel by panel.")
 
     def __init__(self, runs, *, title: str = "Training loss against examples seen", **kwargs):
         super().__init__(**kwargs)
         self.title = title
-        self._panels: tuple[cc.Panel, ...] = ()
-        self._header = w.HTML()
-        self._chart = w.HTML()
-        self._notes = w.HTML()
+        self._panels: tuple[Panel, ...] = ()
+        self._header = ipywidgets.HTML()
+        self._chart = ipywidgets.HTML()
+        self._notes = ipywidgets.HTML()
         self.children = [self._header, self._chart, self._notes]
         try:
             self.update(runs)
@@ -78,13 +90,7 @@ class LossCurves(SnapshotMixin, w.VBox):
             raise
         self.observe(self._redraw, names=["title", "shared_y", "panel_width"])
 
-    @t.validate("panel_width")
-    def _wide_enough(self, proposal):
-        if proposal["value"] < 100:
-            raise t.TraitError(
-                f"panel_width must be >= 100 pixels (room for the lines), got {proposal['value']}."
-            )
-        return proposal["value"]
+    _wide_enough = at_least("panel_width", minimum=100, unit="pixels", why="room for the lines")
 
     @property
     def panels(self) -> tuple:
@@ -133,7 +139,7 @@ class LossCurves(SnapshotMixin, w.VBox):
             True
         """
         inner = self._header_html() + self._chart_html() + self._notes_html()
-        return r.container(inner, "mw-loss-curves mw-snapshot")
+        return container(inner, "mw-loss-curves mw-snapshot")
 
     # ------------------------------------------------------------------ drawing
 
@@ -144,14 +150,14 @@ class LossCurves(SnapshotMixin, w.VBox):
 
     def _header_html(self) -> str:
         runs = len(self.labels)
-        bits = [f"<strong>{r.esc(self.title)}</strong>", f"{runs} run{'' if runs == 1 else 's'}"]
+        bits = [f"<strong>{esc(self.title)}</strong>", f"{runs} run{'' if runs == 1 else 's'}"]
         if self.num_panels > 1:
             axis = "one loss axis" if self.shared_y else "one loss axis each"
             bits.append(f"{self.num_panels} panels, {axis}")
-        return f'<div class="mw-title" style="{r.FONT}">{" &middot; ".join(bits)}</div>'
+        return f'<div class="mw-title" style="{FONT}">{" &middot; ".join(bits)}</div>'
 
     def _chart_html(self) -> str:
-        svg = cc.curves_svg(
+        svg = curves_svg(
             self._panels,
             shared_y=self.shared_y,
             css_class="mw-loss-curves",
@@ -169,8 +175,8 @@ class LossCurves(SnapshotMixin, w.VBox):
         if not broken:
             return ""
         return (
-            f'<div class="mw-notes" style="{r.FONT};color:{r.RED};max-width:520px">'
-            f"loss not finite (the run diverged; its line stops there): {r.esc(', '.join(broken))}."
+            f'<div class="mw-notes" style="{FONT};color:{RED};max-width:520px">'
+            f"loss not finite (the run diverged; its line stops there): {esc(', '.join(broken))}."
             "</div>"
         )
 
@@ -178,108 +184,103 @@ class LossCurves(SnapshotMixin, w.VBox):
 # ---------------------------------------------------------------------- reading input
 
 
-def read_panels(runs) -> tuple[cc.Panel, ...]:
+def read_panels(runs) -> tuple[Panel, ...]:
     """Check ``runs`` (the constructor's argument) and return its panels."""
     if _is_sweep(runs):
         return (_sweep_panel(runs, "runs", 0),)
     if isinstance(runs, str | bytes | Mapping) or not isinstance(runs, Sequence):
-        raise TypeError(
-            f"LossCurves: runs is {type(runs).__name__}, not a sweep or a list. {_HINT}"
-        )
+        _refuse_runs(TypeError, f"runs is {type(runs).__name__}, not a sweep or a list. {_HINT}")
     if len(runs) == 0:
-        raise ValueError(f"LossCurves: runs is empty: there is nothing to draw. {_HINT}")
+        _refuse_runs(ValueError, f"runs is empty: there is nothing to draw. {_HINT}")
     sweeps = [_is_sweep(item) for item in runs]
     if all(sweeps):
         return tuple(_sweep_panel(s, f"runs[{i}]", i) for i, s in enumerate(runs))
     if any(sweeps):
-        raise TypeError(
-            "LossCurves: runs mixes sweeps and single runs: pass a list of sweeps (one panel "
-            "each) or a list of runs (one panel), e.g. LossCurves([same_rate, scaled_rate])."
+        _refuse_runs(
+            TypeError,
+            "runs mixes sweeps and single runs: pass a list of sweeps (one panel "
+            "each) or a list of runs (one panel), e.g. LossCurves([same_rate, scaled_rate]).",
         )
-    return (cc.Panel("", _read_runs(runs, "runs")),)
+    return (Panel("", _read_runs(runs, "runs")),)
+
+
+def _refuse_runs(error: type[Exception], text: str) -> NoReturn:
+    """Refuse what LossCurves was given: every message starts by naming the widget."""
+    raise error(f"LossCurves: {text}")
 
 
 def _is_sweep(item) -> bool:
     return not isinstance(item, Mapping) and hasattr(item, "curves")
 
 
-def _sweep_panel(sweep, where: str, index: int) -> cc.Panel:
+def _sweep_panel(sweep, where: str, index: int) -> Panel:
     curves = sweep.curves
     if isinstance(curves, str | bytes) or not isinstance(curves, Sequence) or not curves:
-        raise ValueError(f"LossCurves: {where}.curves holds no runs. {_HINT}")
+        _refuse_runs(ValueError, f"{where}.curves holds no runs. {_HINT}")
     rate = getattr(sweep, "base_learning_rate", None)
     scaled = getattr(sweep, "scale_learning_rate", None)
     if isinstance(rate, int | float) and isinstance(scaled, bool):
         heading = f"learning rate {rate:g} x replicas" if scaled else f"same learning rate {rate:g}"
     else:
         heading = f"sweep {index + 1}"
-    return cc.Panel(heading, _read_runs(curves, f"{where}.curves"))
+    return Panel(heading, _read_runs(curves, f"{where}.curves"))
 
 
-def _read_runs(items, where: str) -> tuple[cc.Run, ...]:
+def _read_runs(items, where: str) -> tuple[Run, ...]:
     runs = tuple(_read_run(item, f"{where}[{i}]") for i, item in enumerate(items))
     labels = [run.label for run in runs]
     twice = sorted({label for label in labels if labels.count(label) > 1})
     if twice:
-        raise ValueError(
-            f"LossCurves: {where} has two runs labelled {twice[0]!r}: give each run of a panel "
-            "its own label (or replica count)."
+        _refuse_runs(
+            ValueError,
+            f"{where} has two runs labelled {twice[0]!r}: give each run of a panel "
+            "its own label (or replica count).",
         )
     if not any(math.isfinite(v) for run in runs for v in run.losses):
-        raise ValueError(
-            f"LossCurves: no loss in {where} is finite (every run diverged): there is no line "
-            "to draw."
+        _refuse_runs(
+            ValueError,
+            f"no loss in {where} is finite (every run diverged): there is no line to draw.",
         )
     return runs
 
 
-def _read_run(item, where: str) -> cc.Run:
-    if not rec.is_record(item, ("examples", "losses")):
-        raise TypeError(
-            f"LossCurves: {where} is {type(item).__name__} {item!r}, not a run. {_HINT}"
-        )
-    examples = _numbers(rec.field(item, "examples", where, _HINT), "examples", where)
-    losses = _numbers(rec.field(item, "losses", where, _HINT), "losses", where)
+def _read_run(item, where: str) -> Run:
+    if not is_record(item, ("examples", "losses")):
+        _refuse_runs(TypeError, f"{where} is {type(item).__name__} {item!r}, not a run. {_HINT}")
+    examples = _numbers(field(item, "examples", where, _HINT), "examples", where)
+    losses = _numbers(field(item, "losses", where, _HINT), "losses", where)
     if examples.dtype.kind not in "iu":
-        raise TypeError(
-            f"LossCurves: {where}: examples must be whole numbers (the examples seen at each "
-            f"point), got {examples.dtype} values such as {examples.flat[0]!r}."
-        )
+        must = "whole numbers (the examples seen at each point)"
+        got = f"{examples.dtype} values such as {examples.flat[0]!r}"
+        refuse_field(f"LossCurves: {where}", "examples", must, got)
     if np.any(examples < 0) or np.any(np.diff(examples) <= 0):
-        raise ValueError(
-            f"LossCurves: {where}: examples must be 0 or more and increase from point to "
-            f"point, got {examples.tolist()}."
-        )
+        must = "0 or more and increase from point to point"
+        refuse_field(f"LossCurves: {where}", "examples", must, examples.tolist(), error=ValueError)
     if len(losses) != len(examples):
-        raise ValueError(
-            f"LossCurves: {where} has {len(examples)} examples but {len(losses)} losses: give "
-            "one loss per point."
+        _refuse_runs(
+            ValueError,
+            f"{where} has {len(examples)} examples but {len(losses)} losses: give "
+            "one loss per point.",
         )
-    label = rec.field(item, "label", where, _HINT, required=False)
+    label = field(item, "label", where, _HINT, required=False)
     if label is None:
-        replicas = rec.field(item, "replicas", where, _HINT, required=False)
+        replicas = field(item, "replicas", where, _HINT, required=False)
         if replicas is None:
-            raise ValueError(f"LossCurves: {where} has no 'label' and no 'replicas'. {_HINT}")
+            _refuse_runs(ValueError, f"{where} has no 'label' and no 'replicas'. {_HINT}")
         label = f"{replicas} replica{'' if replicas == 1 else 's'}"
     if not isinstance(label, str) or not label:
-        raise TypeError(
-            f"LossCurves: {where}: label must be a non-empty str, got {type(label).__name__} "
-            f"{label!r}."
-        )
-    return cc.Run(label, tuple(int(n) for n in examples), tuple(float(v) for v in losses))
+        got = f"{type(label).__name__} {label!r}"
+        refuse_field(f"LossCurves: {where}", "label", "a non-empty str", got)
+    return Run(label, tuple(int(n) for n in examples), tuple(float(v) for v in losses))
 
 
 def _numbers(values, name: str, where: str) -> np.ndarray:
     if isinstance(values, str | bytes | Mapping):
-        raise TypeError(
-            f"LossCurves: {where}: {name} must be a list of numbers, got {type(values).__name__}."
-        )
+        refuse_field(f"LossCurves: {where}", name, "a list of numbers", type(values).__name__)
     array = np.asarray(values)
     if array.ndim != 1 or array.dtype.kind not in "iuf" or array.dtype.kind == "b":
-        raise TypeError(
-            f"LossCurves: {where}: {name} must be a flat list of numbers, got "
-            f"{type(values).__name__} of shape {array.shape} and dtype {array.dtype}."
-        )
+        got = f"{type(values).__name__} of shape {array.shape} and dtype {array.dtype}"
+        refuse_field(f"LossCurves: {where}", name, "a flat list of numbers", got)
     if len(array) == 0:
-        raise ValueError(f"LossCurves: {where}: {name} is empty: a run needs at least one point.")
+        _refuse_runs(ValueError, f"{where}: {name} is empty: a run needs at least one point.")
     return array

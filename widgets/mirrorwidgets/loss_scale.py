@@ -1,17 +1,26 @@
-"""LossScaleView: the dynamic loss scale of mixed-precision training, and its overflow steps."""
+"""LossScaleView: the dynamic loss scale of mixed-precision training, and its overflow steps.
+
+Example:
+    >>> from mirrorwidgets import LossScaleView
+    >>> LossScaleView([{"step": 0, "loss_scale": 32768.0, "overflow": True}]).overflow_steps
+    (0,)
+"""
 
 from __future__ import annotations
 
-import ipywidgets as w
-import traitlets as t
+import ipywidgets
+import traitlets
 
-from mirrorwidgets import _records as rec, _render as r, _scale_chart as sc
+from mirrorwidgets._loss_scale_render import chart_svg, power_of_two
+from mirrorwidgets._records import ScaleRecord, check_order, read_record, read_records
+from mirrorwidgets._render import FONT, GREEN, GREY, RED, container, esc
 from mirrorwidgets._snapshot import SnapshotMixin
+from mirrorwidgets._traits import at_least
 
 _SHOWN_OVERFLOWS = 12
 
 
-class LossScaleView(SnapshotMixin, w.VBox):
+class LossScaleView(SnapshotMixin, ipywidgets.VBox):
     """Draw the dynamic loss scale over training steps, overflow (skipped) steps, and the loss.
 
     Under a ``mixed_float16`` policy, ``keras.optimizers.LossScaleOptimizer`` multiplies
@@ -48,29 +57,33 @@ class LossScaleView(SnapshotMixin, w.VBox):
         True
     """
 
-    title = t.Unicode("Dynamic loss scale", help="Heading above the chart.")
-    show_loss = t.Bool(True, help="Whether the loss is drawn below the scale (if recorded).")
-    max_points = t.Int(
+    title = traitlets.Unicode("Dynamic loss scale", help="Heading above the chart.")
+    show_loss = traitlets.Bool(
+        True, help="Whether the loss is drawn below the scale (if recorded)."
+    )
+    max_points = traitlets.Int(
         1000, help="Most steps drawn; beyond that every k-th step, plus every overflow step."
     )
-    num_steps = t.Int(0, read_only=True, help="How many records (steps) the view holds.")
-    step = t.Int(None, allow_none=True, read_only=True, help="The last recorded step.")
-    loss_scale = t.Float(
+    num_steps = traitlets.Int(0, read_only=True, help="How many records (steps) the view holds.")
+    step = traitlets.Int(None, allow_none=True, read_only=True, help="The last recorded step.")
+    loss_scale = traitlets.Float(
         None,
         allow_none=True,
         read_only=True,
         help="The loss scale now: the last record's next_scale if it has one, else the scale "
         "its step used.",
     )
-    overflow_steps = t.Tuple(read_only=True, help="Steps whose gradients overflowed (skipped).")
+    overflow_steps = traitlets.Tuple(
+        read_only=True, help="Steps whose gradients overflowed (skipped)."
+    )
 
     def __init__(self, records=None, *, title: str = "Dynamic loss scale", **kwargs):
         super().__init__(**kwargs)
         self.title = title
-        self._records: tuple[rec.ScaleRecord, ...] = ()
-        self._header = w.HTML()
-        self._chart = w.HTML()
-        self._notes = w.HTML()
+        self._records: tuple[ScaleRecord, ...] = ()
+        self._header = ipywidgets.HTML()
+        self._chart = ipywidgets.HTML()
+        self._notes = ipywidgets.HTML()
         self.children = [self._header, self._chart, self._notes]
         try:
             if records is None:
@@ -82,13 +95,7 @@ class LossScaleView(SnapshotMixin, w.VBox):
             raise
         self.observe(self._redraw, names=["title", "show_loss", "max_points"])
 
-    @t.validate("max_points")
-    def _at_least_two(self, proposal):
-        if proposal["value"] < 2:
-            raise t.TraitError(
-                f"max_points must be >= 2 (a line needs two points), got {proposal['value']}."
-            )
-        return proposal["value"]
+    _points = at_least("max_points", minimum=2, why="a line needs two points")
 
     @property
     def records(self) -> tuple:
@@ -118,7 +125,7 @@ class LossScaleView(SnapshotMixin, w.VBox):
             >>> view.num_steps, view.overflow_steps
             (1, (0,))
         """
-        self._set(rec.read_records(records, "LossScaleView"))
+        self._set(read_records(records, "LossScaleView"))
 
     def append(self, record) -> None:
         """Add one step's record (live use: call once per training step) and redraw.
@@ -139,9 +146,9 @@ class LossScaleView(SnapshotMixin, w.VBox):
             >>> view.step, view.overflow_steps
             (1, (1,))
         """
-        new = rec.read_record(record, "record")
+        new = read_record(record, "record")
         records = (*self._records, new)
-        rec.check_order(records[-2:])
+        check_order(records[-2:])
         self._set(records)
 
     def snapshot_html(self) -> str:
@@ -156,11 +163,11 @@ class LossScaleView(SnapshotMixin, w.VBox):
             True
         """
         inner = self._header_html() + self._chart_html() + self._notes_html()
-        return r.container(inner, "mw-loss-scale mw-snapshot")
+        return container(inner, "mw-loss-scale mw-snapshot")
 
     # ------------------------------------------------------------------ drawing
 
-    def _set(self, records: tuple[rec.ScaleRecord, ...]) -> None:
+    def _set(self, records: tuple[ScaleRecord, ...]) -> None:
         self._records = records
         self.set_trait("num_steps", len(records))
         self.set_trait("step", records[-1].step)
@@ -176,15 +183,15 @@ class LossScaleView(SnapshotMixin, w.VBox):
         self._notes.value = self._notes_html()
 
     def _header_html(self) -> str:
-        bits = [f"<strong>{r.esc(self.title)}</strong>"]
+        bits = [f"<strong>{esc(self.title)}</strong>"]
         if self._records:
             n = len(self._records)
             bits.append(f"{n} step{'' if n == 1 else 's'}")
             scale = self.loss_scale
             now = "now" if self._records[-1].next_scale is not None else "at the last step"
-            bits.append(f"loss scale {now} {r.esc(sc.power_of_two(scale))} = {scale:.6g}")
+            bits.append(f"loss scale {now} {esc(power_of_two(scale))} = {scale:.6g}")
             count = len(self.overflow_steps)
-            color = r.RED if count else r.GREEN
+            color = RED if count else GREEN
             bits.append(
                 f'<span class="mw-overflows" data-count="{count}" style="color:{color}">'
                 f"{count} overflow{'' if count == 1 else 's'}</span>"
@@ -192,12 +199,12 @@ class LossScaleView(SnapshotMixin, w.VBox):
             last = self._records[-1]
             if last.loss is not None:
                 bits.append(f"loss {last.loss:.4g}")
-        return f'<div class="mw-title" style="{r.FONT}">{" &middot; ".join(bits)}</div>'
+        return f'<div class="mw-title" style="{FONT}">{" &middot; ".join(bits)}</div>'
 
     def _chart_html(self) -> str:
         if not self._records:
-            return f'<div style="{r.FONT};color:{r.GREY}">no steps yet</div>'
-        svg = sc.chart_svg(self._records, show_loss=self.show_loss, max_points=self.max_points)
+            return f'<div style="{FONT};color:{GREY}">no steps yet</div>'
+        svg = chart_svg(self._records, show_loss=self.show_loss, max_points=self.max_points)
         return f"<div>{svg}</div>"
 
     def _notes_html(self) -> str:
@@ -207,8 +214,8 @@ class LossScaleView(SnapshotMixin, w.VBox):
         shown = ", ".join(map(str, steps[:_SHOWN_OVERFLOWS]))
         more = f" and {len(steps) - _SHOWN_OVERFLOWS} more" if len(steps) > _SHOWN_OVERFLOWS else ""
         return (
-            f'<div class="mw-notes" style="{r.FONT};color:{r.GREY};max-width:520px">'
-            f'<span style="color:{r.RED}">&#9679;</span> overflow (skipped) '
+            f'<div class="mw-notes" style="{FONT};color:{GREY};max-width:520px">'
+            f'<span style="color:{RED}">&#9679;</span> overflow (skipped) '
             f"step{'' if len(steps) == 1 else 's'}: {shown}{more}. The scaled gradients held "
             "inf or NaN, so LossScaleOptimizer applied no update at those steps and halved "
             "the loss scale.</div>"

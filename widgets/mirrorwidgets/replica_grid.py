@@ -1,16 +1,27 @@
-"""ReplicaGrid: one cell per replica for any distributed value, optionally before/after."""
+"""ReplicaGrid: one cell per replica for any distributed value, optionally before/after.
+
+Example:
+    >>> import tensorflow as tf
+    >>> import mirrorkit as mk
+    >>> from mirrorwidgets import ReplicaGrid
+    >>> strategy = mk.make_strategy()
+    >>> ReplicaGrid(strategy.run(lambda: tf.constant(1.0))).num_replicas
+    1
+"""
 
 from __future__ import annotations
 
-import ipywidgets as w
-import traitlets as t
+import ipywidgets
+import traitlets
 
 from mirrorkit.report import style
-from mirrorwidgets import _render as r, _values
+from mirrorwidgets import _values
+from mirrorwidgets._render import FONT, GREY, container, esc, sync_html, value_html
 from mirrorwidgets._snapshot import SnapshotMixin
+from mirrorwidgets._traits import at_least
 
 
-class ReplicaGrid(SnapshotMixin, w.VBox):
+class ReplicaGrid(SnapshotMixin, ipywidgets.VBox):
     """Show a distributed value as one cell per replica: device, dtype, shape and value.
 
     Mirrored values get an "in sync" or "diverged" mark. Given ``after`` too (for example
@@ -43,24 +54,26 @@ class ReplicaGrid(SnapshotMixin, w.VBox):
         True
     """
 
-    title = t.Unicode("", help="Heading shown above the cells; empty for the value's own title.")
-    labels = t.Tuple(
-        t.Unicode(),
-        t.Unicode(),
+    title = traitlets.Unicode(
+        "", help="Heading shown above the cells; empty for the value's own title."
+    )
+    labels = traitlets.Tuple(
+        traitlets.Unicode(),
+        traitlets.Unicode(),
         default_value=("before all-reduce", "after all-reduce"),
         help="Row labels for a before/after pair.",
     )
-    large_view = t.Enum(
+    large_view = traitlets.Enum(
         ("heat", "histogram"),
         default_value="heat",
         help="How tensors with more than `small` elements are drawn.",
     )
-    small = t.Int(8, help="Tensors with at most this many elements are shown as numbers.")
-    max_entries = t.Int(
+    small = traitlets.Int(8, help="Tensors with at most this many elements are shown as numbers.")
+    max_entries = traitlets.Int(
         6, help="Most values listed per cell (e.g. model weights); more are counted."
     )
-    num_replicas = t.Int(0, read_only=True, help="How many replicas the shown value spans.")
-    in_sync = t.Bool(
+    num_replicas = traitlets.Int(0, read_only=True, help="How many replicas the shown value spans.")
+    in_sync = traitlets.Bool(
         None,
         allow_none=True,
         read_only=True,
@@ -79,15 +92,7 @@ class ReplicaGrid(SnapshotMixin, w.VBox):
             raise
         self.observe(self._redraw, names=["title", "labels", "large_view", "small", "max_entries"])
 
-    @t.validate("small", "max_entries")
-    def _positive(self, proposal):
-        if proposal["value"] < 1:
-            name = proposal["trait"].name
-            raise t.TraitError(
-                f"{name} must be >= 1, got {proposal['value']}: write e.g. "
-                f"{name}={self.traits()[name].default_value}."
-            )
-        return proposal["value"]
+    _positive = at_least("small", "max_entries", minimum=1, example="{name}={default}")
 
     def update(self, value, after=None) -> None:
         """Show a new value (and optionally its all-reduced result) in place.
@@ -143,7 +148,7 @@ class ReplicaGrid(SnapshotMixin, w.VBox):
             inner = "".join(cells)
             parts.append(self._label_html(label))
             parts.append(f'<div style="display:flex;flex-wrap:wrap;gap:6px">{inner}</div>')
-        return r.container("".join(parts), "mw-grid mw-snapshot")
+        return container("".join(parts), "mw-grid mw-snapshot")
 
     # ------------------------------------------------------------------ drawing
 
@@ -155,20 +160,20 @@ class ReplicaGrid(SnapshotMixin, w.VBox):
             self._header.value = self._header_html()
             for row, (_, cells) in zip(self._rows, stages, strict=True):
                 for box, cell in zip(row.children, cells, strict=True):
-                    box.value = r.container(cell, "mw-grid")
+                    box.value = container(cell, "mw-grid")
             return
         for widget in self.children:
             for child in getattr(widget, "children", ()):
                 child.close()
             widget.close()
-        self._header = w.HTML(self._header_html())
+        self._header = ipywidgets.HTML(self._header_html())
         children, self._rows = [self._header], []
         for label, cells in stages:
             if label:
-                children.append(w.HTML(self._label_html(label)))
-            row = w.HBox(
-                [w.HTML(r.container(c, "mw-grid")) for c in cells],
-                layout=w.Layout(flex_flow="row wrap", grid_gap="6px"),
+                children.append(ipywidgets.HTML(self._label_html(label)))
+            row = ipywidgets.HBox(
+                [ipywidgets.HTML(container(c, "mw-grid")) for c in cells],
+                layout=ipywidgets.Layout(flex_flow="row wrap", grid_gap="6px"),
             )
             self._rows.append(row)
             children.append(row)
@@ -179,22 +184,19 @@ class ReplicaGrid(SnapshotMixin, w.VBox):
         heading = self.title or self._before.title
         mark = ""
         if self._after is not None:
-            mark = r.sync_html(
-                self.in_sync, "all replicas agree after the all-reduce", "mw-verdict"
-            )
+            mark = sync_html(self.in_sync, "all replicas agree after the all-reduce", "mw-verdict")
         elif self.in_sync is not None:
-            mark = r.sync_html(self.in_sync, "mirrored copies in sync", "mw-verdict")
+            mark = sync_html(self.in_sync, "mirrored copies in sync", "mw-verdict")
         count = f"{self.num_replicas} replicas"
-        extra = "" if count in heading else f' <span style="color:{r.GREY}">({count})</span>'
+        extra = "" if count in heading else f' <span style="color:{GREY}">({count})</span>'
         return (
-            f'<div class="mw-title" style="{r.FONT}"><strong>{r.esc(heading)}</strong>'
+            f'<div class="mw-title" style="{FONT}"><strong>{esc(heading)}</strong>'
             f"{extra} {mark}</div>"
         )
 
     def _label_html(self, label: str) -> str:
         return (
-            f'<div class="mw-stage" style="{r.FONT};color:{r.GREY};margin-top:4px">'
-            f"{r.esc(label)}</div>"
+            f'<div class="mw-stage" style="{FONT};color:{GREY};margin-top:4px">{esc(label)}</div>'
             if label
             else ""
         )
@@ -217,28 +219,28 @@ class ReplicaGrid(SnapshotMixin, w.VBox):
             shown = cell.entries[: self.max_entries]
             for index, entry in enumerate(shown):
                 lo, hi = ranges[index]
-                picture = r.value_html(
+                picture = value_html(
                     entry.array, entry.summary, lo, hi, self.large_view, self.small
                 )
                 flag = entry.in_sync if agree_flags is None else agree_flags[index]
-                name = f'<span class="mw-name">{r.esc(entry.name)}</span> ' if entry.name else ""
+                name = f'<span class="mw-name">{esc(entry.name)}</span> ' if entry.name else ""
                 entries.append(
-                    f'<div class="mw-entry" data-name="{r.esc(entry.name)}">{name}'
-                    f'<span class="mw-meta" style="color:{r.GREY}">{r.esc(entry.dtype)} '
-                    f"{r.esc(entry.shape)}</span>"
+                    f'<div class="mw-entry" data-name="{esc(entry.name)}">{name}'
+                    f'<span class="mw-meta" style="color:{GREY}">{esc(entry.dtype)} '
+                    f"{esc(entry.shape)}</span>"
                     f'<div class="mw-value">'
                     f"{picture}"
-                    f"</div>{r.sync_html(flag)}</div>"
+                    f"</div>{sync_html(flag)}</div>"
                 )
             hidden = len(cell.entries) - len(shown)
             if hidden:
-                entries.append(f'<div style="color:{r.GREY}">+ {hidden} more</div>')
+                entries.append(f'<div style="color:{GREY}">+ {hidden} more</div>')
             cells.append(
                 f'<div class="mw-cell" data-replica="{cell.replica}" data-stage="{stage}" '
                 f'style="border:1px solid {style.BORDER};border-radius:6px;padding:6px 8px;'
                 'min-width:170px">'
                 f'<div class="mw-head"><strong>replica {cell.replica}</strong> '
-                f'<span class="mw-device">{r.esc(cell.device)}</span></div>'
+                f'<span class="mw-device">{esc(cell.device)}</span></div>'
                 f"{''.join(entries)}</div>"
             )
         return cells

@@ -1,24 +1,35 @@
-"""StepTimeline: where each training step's time went, as stacked bars that grow live."""
+"""StepTimeline: where each training step's time went, as stacked bars that grow live.
+
+Example:
+    >>> from mirrorwidgets import StepTimeline
+    >>> step = {"step": 0, "input_wait_s": 0.25, "step_s": 1.0, "all_reduce_s": 0.25,
+    ...         "compute_s": 0.75}
+    >>> StepTimeline([step]).last_total_s
+    1.25
+"""
 
 from __future__ import annotations
 
 import statistics
 
-import ipywidgets as w
-import traitlets as t
+import ipywidgets
+import traitlets
 
 from mirrorkit.report.units import format_percent, format_seconds
-from mirrorwidgets import _phases as ph, _render as r, _timeline_chart as tc
+from mirrorwidgets._phases import PHASES, Phases, check_order, read_phases, read_steps
+from mirrorwidgets._render import FONT, GREY, RED, container, esc
 from mirrorwidgets._snapshot import SnapshotMixin
-from mirrorwidgets._throttle import Throttle, budget_message
+from mirrorwidgets._step_timeline_render import COLORS, NAMES, legend_html, timeline_svg
+from mirrorwidgets._throttle import Throttle
+from mirrorwidgets._traits import at_least, budget_fraction
 
 _SHOWN_OVER = 12
 
 
-class StepTimeline(SnapshotMixin, w.VBox):
+class StepTimeline(SnapshotMixin, ipywidgets.VBox):
     """One stacked bar per training step: input wait, compute and all-reduce.
 
-    Takes what ``mirrorkit.measure.tracing.StepTracer`` measures: a ``StepTrace`` (its ``.steps``)
+    Takes what ``mirrorkit.StepTracer`` measures: a ``StepTrace`` (its ``.steps``)
     or ``StepPhases`` records, one per step. :meth:`append` adds a step while training
     runs and redraws at most every ``min_interval`` seconds, within ``budget`` of the
     wall time (:meth:`flush` draws what is left); :meth:`update` replaces every step
@@ -42,7 +53,7 @@ class StepTimeline(SnapshotMixin, w.VBox):
             not increase.
 
     Example:
-        >>> from mirrorkit.measure.tracing import StepPhases
+        >>> from mirrorkit import StepPhases
         >>> from mirrorwidgets import StepTimeline
         >>> timeline = StepTimeline([
         ...     StepPhases(0, input_wait_s=0.25, step_s=1.0, all_reduce_s=0.25, compute_s=0.75),
@@ -54,36 +65,36 @@ class StepTimeline(SnapshotMixin, w.VBox):
         6
     """
 
-    title = t.Unicode("Step timeline", help="Heading above the chart.")
-    max_points = t.Int(
+    title = traitlets.Unicode("Step timeline", help="Heading above the chart.")
+    max_points = traitlets.Int(
         200, help="Most bars drawn; a longer run is drawn as means of consecutive steps."
     )
-    y_max = t.Float(
+    y_max = traitlets.Float(
         None,
         allow_none=True,
         help="Seconds at the top of the axis; None fits the steps but rare outliers.",
     )
-    min_interval = t.Float(0.08, help="Fewest seconds between redraws while appending.")
-    budget = t.Float(0.05, help="Largest fraction of wall time that redraws may take.")
-    num_steps = t.Int(0, read_only=True, help="How many steps the timeline holds.")
-    step = t.Int(None, allow_none=True, read_only=True, help="The last step's index.")
-    last_total_s = t.Float(
+    min_interval = traitlets.Float(0.08, help="Fewest seconds between redraws while appending.")
+    budget = traitlets.Float(0.05, help="Largest fraction of wall time that redraws may take.")
+    num_steps = traitlets.Int(0, read_only=True, help="How many steps the timeline holds.")
+    step = traitlets.Int(None, allow_none=True, read_only=True, help="The last step's index.")
+    last_total_s = traitlets.Float(
         None, allow_none=True, read_only=True, help="The last step's time, all phases, seconds."
     )
-    clipped_steps = t.Tuple(
+    clipped_steps = traitlets.Tuple(
         read_only=True, help="First steps of the bars cut at the top of the axis (outliers)."
     )
 
     def __init__(self, steps=None, *, title: str = "Step timeline", **kwargs):
         super().__init__(**kwargs)
         self.title = title
-        self._steps: tuple[ph.Phases, ...] = ()
+        self._steps: tuple[Phases, ...] = ()
         self._replicas = None
         self._throttle = Throttle(self.min_interval, self.budget)
         self._stale = False
-        self._header = w.HTML()
-        self._chart = w.HTML()
-        self._notes = w.HTML()
+        self._header = ipywidgets.HTML()
+        self._chart = ipywidgets.HTML()
+        self._notes = ipywidgets.HTML()
         self.children = [self._header, self._chart, self._notes]
         try:
             if steps is None:
@@ -96,26 +107,15 @@ class StepTimeline(SnapshotMixin, w.VBox):
         self.observe(self._redraw, names=["title", "max_points", "y_max"])
         self.observe(self._retime, names=["min_interval", "budget"])
 
-    @t.validate("max_points")
-    def _at_least_one(self, proposal):
-        if proposal["value"] < 1:
-            raise t.TraitError(f"max_points must be >= 1, got {proposal['value']}.")
-        return proposal["value"]
+    _points = at_least("max_points", minimum=1)
+    _budget = budget_fraction()
+    _interval = at_least("min_interval", minimum=0, unit="seconds")
 
-    @t.validate("y_max")
+    @traitlets.validate("y_max")
     def _positive(self, proposal):
         value = proposal["value"]
         if value is not None and not value > 0:
-            raise t.TraitError(f"y_max must be None or > 0 seconds, got {value!r}.")
-        return value
-
-    @t.validate("min_interval", "budget")
-    def _throttle_settings(self, proposal):
-        value, name = proposal["value"], proposal["trait"].name
-        if name == "min_interval" and value < 0:
-            raise t.TraitError(f"min_interval must be >= 0 seconds, got {value!r}.")
-        if name == "budget" and not 0 < value <= 1:
-            raise t.TraitError(budget_message(value))
+            raise traitlets.TraitError(f"y_max must be None or > 0 seconds, got {value!r}.")
         return value
 
     @property
@@ -148,7 +148,7 @@ class StepTimeline(SnapshotMixin, w.VBox):
             >>> timeline.num_steps, timeline.last_total_s
             (1, 0.75)
         """
-        steps_read = ph.read_steps(steps, "StepTimeline")
+        steps_read = read_steps(steps, "StepTimeline")
         self._replicas = getattr(steps, "replicas", None)
         self._set(steps_read)
         self._draw()
@@ -168,7 +168,7 @@ class StepTimeline(SnapshotMixin, w.VBox):
             TypeError, ValueError: As for one step of the constructor.
 
         Example:
-            >>> from mirrorkit.measure.tracing import StepPhases
+            >>> from mirrorkit import StepPhases
             >>> from mirrorwidgets import StepTimeline
             >>> timeline = StepTimeline(min_interval=3600)
             >>> timeline.append(StepPhases(0, 0.001, 0.01, 0.002, 0.008))
@@ -178,16 +178,13 @@ class StepTimeline(SnapshotMixin, w.VBox):
             >>> timeline.num_steps, timeline.flush()
             (2, True)
         """
-        new = ph.read_phases(phases, "phases")
+        new = read_phases(phases, "phases")
         steps = (*self._steps, new)
-        ph.check_order(steps[-2:])
+        check_order(steps[-2:])
         self._set(steps)
-        if not self._throttle.due():
+        if not self._throttle.update_if_due(self._draw):
             self._stale = True
             return False
-        self._throttle.begin()
-        self._draw()
-        self._throttle.end()
         return True
 
     def flush(self) -> bool:
@@ -218,14 +215,14 @@ class StepTimeline(SnapshotMixin, w.VBox):
             True
         """
         header, chart, notes = self._render()
-        return r.container(header + chart + notes, "mw-step-timeline mw-snapshot")
+        return container(header + chart + notes, "mw-step-timeline mw-snapshot")
 
     # ------------------------------------------------------------------ drawing
 
     def _retime(self, change) -> None:
         setattr(self._throttle, change["name"], change["new"])
 
-    def _set(self, steps: tuple[ph.Phases, ...]) -> None:
+    def _set(self, steps: tuple[Phases, ...]) -> None:
         self._steps = steps
         self.set_trait("num_steps", len(steps))
         self.set_trait("step", steps[-1].step)
@@ -241,16 +238,14 @@ class StepTimeline(SnapshotMixin, w.VBox):
     def _render(self) -> tuple[str, str, str]:
         if not self._steps:
             self.set_trait("clipped_steps", ())
-            empty = f'<div style="{r.FONT};color:{r.GREY}">no steps yet</div>'
+            empty = f'<div style="{FONT};color:{GREY}">no steps yet</div>'
             return self._header_html(), empty, ""
-        svg, clipped, top = tc.timeline_svg(
-            self._steps, max_points=self.max_points, y_max=self.y_max
-        )
+        svg, clipped, top = timeline_svg(self._steps, max_points=self.max_points, y_max=self.y_max)
         self.set_trait("clipped_steps", tuple(step for step, _ in clipped))
         return self._header_html(), f"<div>{svg}</div>", self._notes_html(clipped, top)
 
     def _header_html(self) -> str:
-        bits = [f"<strong>{r.esc(self.title)}</strong>"]
+        bits = [f"<strong>{esc(self.title)}</strong>"]
         steps = self._steps
         if steps:
             n = len(steps)
@@ -260,16 +255,16 @@ class StepTimeline(SnapshotMixin, w.VBox):
             median = statistics.median(s.total_s for s in steps)
             bits.append(f"median {format_seconds(median)}")
             total = sum(s.total_s for s in steps)
-            for phase in ph.PHASES:
+            for phase in PHASES:
                 share = sum(getattr(s, phase) for s in steps) / total if total else 0.0
                 bits.append(
                     f'<span class="mw-share" data-phase="{phase}">'
-                    f'<span style="color:{tc.COLORS[phase]}">&#9632;</span> '
-                    f"{tc.NAMES[phase]} {format_percent(share)}</span>"
+                    f'<span style="color:{COLORS[phase]}">&#9632;</span> '
+                    f"{NAMES[phase]} {format_percent(share)}</span>"
                 )
         else:
-            bits.append(tc.legend_html())
-        return f'<div class="mw-title" style="{r.FONT}">{" &middot; ".join(bits)}</div>'
+            bits.append(legend_html())
+        return f'<div class="mw-title" style="{FONT}">{" &middot; ".join(bits)}</div>'
 
     def _notes_html(self, clipped: list[tuple[int, float]], top: float) -> str:
         if not clipped:
@@ -279,8 +274,8 @@ class StepTimeline(SnapshotMixin, w.VBox):
         )
         more = f" and {len(clipped) - _SHOWN_OVER} more" if len(clipped) > _SHOWN_OVER else ""
         return (
-            f'<div class="mw-notes" style="{r.FONT};color:{r.GREY};max-width:520px">'
-            f'<span style="color:{r.RED}">&#9650;</span> beyond the axis '
+            f'<div class="mw-notes" style="{FONT};color:{GREY};max-width:520px">'
+            f'<span style="color:{RED}">&#9650;</span> beyond the axis '
             f"({format_seconds(top)}), cut at the top: step{'' if len(clipped) == 1 else 's'} "
             f"{shown}{more}. The first step usually traces and compiles the tf.function; "
             "set y_max to choose the axis.</div>"

@@ -1,13 +1,21 @@
-"""TopologyDiagram: where replicas and variables live, and the path an all-reduce takes."""
+"""TopologyDiagram: where replicas and variables live, and the path an all-reduce takes.
+
+Example:
+    >>> import mirrorkit as mk
+    >>> from mirrorwidgets import TopologyDiagram
+    >>> TopologyDiagram(mk.make_strategy("one_device")).all_reduce
+    'one_device'
+"""
 
 from __future__ import annotations
 
-import ipywidgets as w
-import traitlets as t
+import ipywidgets
+import traitlets
 
 import mirrorkit as mk
+from mirrorkit._validate import refuse
 from mirrorkit.report import style
-from mirrorwidgets import _render as r
+from mirrorwidgets._render import GREY, container, esc, graphviz_svg
 from mirrorwidgets._routes import device_label, hierarchical_groups, route
 from mirrorwidgets._snapshot import SnapshotMixin
 
@@ -47,29 +55,59 @@ def _not_a_strategy(strategy) -> str:
     return f"strategy must be a tf.distribute.Strategy, got {got}: {todo}."
 
 
-def _check_all_reduce(all_reduce, tf) -> None:
-    """``all_reduce`` is None or a name in mirrorkit.ALL_REDUCE_ALGORITHMS."""
+def _algorithm_asked(all_reduce, tf) -> str | None:
+    """``all_reduce`` if it is None or a name in mirrorkit.ALL_REDUCE_ALGORITHMS."""
     if all_reduce is None:
-        return
+        return None
     known = ", ".join(repr(k) for k in mk.ALL_REDUCE_ALGORITHMS)
     if isinstance(all_reduce, tf.distribute.CrossDeviceOps):
-        raise TypeError(
-            f"all_reduce must be an algorithm's name, got a {type(all_reduce).__name__} object: "
-            f"write all_reduce={_algorithm_name(all_reduce)!r} (one of {known})."
-        )
+        got = f"a {type(all_reduce).__name__} object"
+        write = f"all_reduce={_algorithm_name(all_reduce)!r} (one of {known})"
+        refuse("all_reduce", all_reduce, must="an algorithm's name", got=got, write=write)
     if not isinstance(all_reduce, str):
-        raise TypeError(
-            f"all_reduce must be an algorithm's name, one of {known}, got "
-            f"{type(all_reduce).__name__}."
-        )
+        must = f"an algorithm's name, one of {known}"
+        got = type(all_reduce).__name__
+        refuse("all_reduce", all_reduce, must=must, got=got, write="all_reduce='collective'")
     if all_reduce not in mk.ALL_REDUCE_ALGORITHMS:
         lower = all_reduce.strip().lower()
         hint = f" (names are lower case: {lower!r})" if lower in mk.ALL_REDUCE_ALGORITHMS else ""
         raise ValueError(f"unknown all_reduce {all_reduce!r}; choose one of {known}{hint}.")
+    return all_reduce
 
 
 def _name_of(variable) -> str:
     return getattr(variable, "path", None) or getattr(variable, "name", "v")
+
+
+def _variable_names(variables) -> tuple[str, ...]:
+    """The names of ``variables`` (None, a Keras model or layer, or a list of variables)."""
+    if variables is None:
+        return ()
+    import keras
+    import tensorflow as tf
+
+    if isinstance(variables, keras.Layer):  # a model is a layer too
+        items = variables.weights
+    elif isinstance(variables, tf.Variable | keras.Variable):
+        raise TypeError(
+            "variables must be a Keras model or a list of variables, got a single "
+            f"{type(variables).__name__} ({_name_of(variables)!r}): wrap it in a list, "
+            "variables=[v]."
+        )
+    elif isinstance(variables, list | tuple):
+        items = variables
+    else:
+        must = "a Keras model or a list of variables made under strategy.scope()"
+        write = "variables=model or variables=model.weights"
+        refuse("variables", variables, must=must, got=type(variables).__name__, write=write)
+    for index, item in enumerate(items):
+        if not isinstance(item, tf.Variable | keras.Variable):
+            raise TypeError(
+                f"variables[{index}] is {type(item).__name__} {item!r}, not a variable: "
+                "pass the variables themselves (e.g. variables=model.weights), not their "
+                "names or values."
+            )
+    return tuple(getattr(v, "path", None) or getattr(v, "name", "?") for v in items)
 
 
 class TopologyDiagram:
@@ -106,48 +144,16 @@ class TopologyDiagram:
 
         if not isinstance(strategy, tf.distribute.Strategy):
             raise TypeError(_not_a_strategy(strategy))
-        _check_all_reduce(all_reduce, tf)
+        all_reduce = _algorithm_asked(all_reduce, tf)
         self.strategy = strategy
         self.uses = _algorithm_of(strategy)
         self.all_reduce = all_reduce or self.uses
         self.devices = tuple(mk.replica_devices(strategy))
-        self.variables = self._variables(variables)
+        self.variables = _variable_names(variables)
         self._given_variables = variables  # what widget() passes on (self.variables: names)
         self.hub = self._hub()
         self.edges = tuple(route(self.all_reduce, len(self.devices), self.hub))
         self._svg: str | None = None
-
-    @staticmethod
-    def _variables(variables) -> tuple[str, ...]:
-        if variables is None:
-            return ()
-        import keras
-        import tensorflow as tf
-
-        if isinstance(variables, keras.Layer):  # a model is a layer too
-            items = variables.weights
-        elif isinstance(variables, tf.Variable | keras.Variable):
-            raise TypeError(
-                "variables must be a Keras model or a list of variables, got a single "
-                f"{type(variables).__name__} ({_name_of(variables)!r}): wrap it in a list, "
-                "variables=[v]."
-            )
-        elif isinstance(variables, list | tuple):
-            items = variables
-        else:
-            raise TypeError(
-                "variables must be a Keras model or a list of variables made under "
-                f"strategy.scope(), got {type(variables).__name__}: write variables=model or "
-                "variables=model.weights."
-            )
-        for index, item in enumerate(items):
-            if not isinstance(item, tf.Variable | keras.Variable):
-                raise TypeError(
-                    f"variables[{index}] is {type(item).__name__} {item!r}, not a variable: "
-                    "pass the variables themselves (e.g. variables=model.weights), not their "
-                    "names or values."
-                )
-        return tuple(getattr(v, "path", None) or getattr(v, "name", "?") for v in items)
 
     def _hub(self) -> int:
         ops = getattr(self.strategy.extended, "_cross_device_ops", None)
@@ -245,7 +251,7 @@ class TopologyDiagram:
             True
         """
         if self._svg is None:
-            self._svg = r.graphviz_svg(self._graph(), "diagram")
+            self._svg = graphviz_svg(self._graph(), "diagram")
         return self._svg
 
     def __repr__(self) -> str:
@@ -263,7 +269,7 @@ class TopologyDiagram:
         svg = self.svg()
         body = svg[svg.find("<svg") :]
         about = mk.ALL_REDUCE_ALGORITHMS[self.all_reduce]
-        return r.container(f"{body}<div style='color:{r.GREY}'>{r.esc(about)}</div>", "mw-topology")
+        return container(f"{body}<div style='color:{GREY}'>{esc(about)}</div>", "mw-topology")
 
     def widget(self) -> TopologyView:
         """An interactive form of this diagram (switch all-reduce algorithms).
@@ -284,7 +290,7 @@ class TopologyDiagram:
         return self._given_variables
 
 
-class TopologyView(SnapshotMixin, w.VBox):
+class TopologyView(SnapshotMixin, ipywidgets.VBox):
     """Widget form of :class:`TopologyDiagram`, with a menu to try each all-reduce algorithm.
 
     Args:
@@ -306,12 +312,12 @@ class TopologyView(SnapshotMixin, w.VBox):
         True
     """
 
-    all_reduce = t.Enum(
+    all_reduce = traitlets.Enum(
         tuple(mk.ALL_REDUCE_ALGORITHMS),
         default_value="collective",
         help="Which all-reduce algorithm's path is drawn.",
     )
-    svg = t.Unicode("", read_only=True, help="The current diagram as SVG markup.")
+    svg = traitlets.Unicode("", read_only=True, help="The current diagram as SVG markup.")
 
     def __init__(self, strategy, *, all_reduce: str | None = None, variables=None, **kwargs):
         diagram = TopologyDiagram(strategy, all_reduce=all_reduce, variables=variables)
@@ -319,19 +325,19 @@ class TopologyView(SnapshotMixin, w.VBox):
         self._strategy = strategy
         self._variables = variables
         self.diagram = diagram
-        self._menu = w.Dropdown(
+        self._menu = ipywidgets.Dropdown(
             options=list(mk.ALL_REDUCE_ALGORITHMS),
             value=self.diagram.all_reduce,
             description="all-reduce",
         )
-        self._picture = w.HTML()
-        self._about = w.HTML()
+        self._picture = ipywidgets.HTML()
+        self._about = ipywidgets.HTML()
         self.children = [self._menu, self._picture, self._about]
         self.all_reduce = self.diagram.all_reduce
-        t.link((self._menu, "value"), (self, "all_reduce"))
+        traitlets.link((self._menu, "value"), (self, "all_reduce"))
         self._draw()
 
-    @t.observe("all_reduce")
+    @traitlets.observe("all_reduce")
     def _on_algorithm(self, change) -> None:
         if getattr(self, "diagram", None) is None:
             return

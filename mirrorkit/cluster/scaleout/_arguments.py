@@ -1,6 +1,12 @@
 """What every scale-out configuration checks first: hosts, ports, counts, one-line strings.
 
-Each check raises a ValueError that says what was wrong and what to write instead.
+Each refuses with a ValueError (wrong kinds too: these describe text written into files)
+through :func:`mirrorkit._validate.refuse`, naming the argument and what to write.
+
+Example:
+    >>> from mirrorkit.cluster.scaleout._arguments import worker_addresses
+    >>> worker_addresses(["node1", "node2:2222"], None)
+    ['node1:12345', 'node2:2222']
 """
 
 from __future__ import annotations
@@ -8,6 +14,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Sequence
+
+from mirrorkit._validate import refuse
 
 #: The port a worker listens on when its host is given without one.
 DEFAULT_PORT = 12345
@@ -26,68 +34,72 @@ SECURITY_LINES = (
 
 
 def check_port(port: object, what: str = "port") -> int:
+    """``port`` if it is an int from 1 to 65535, else a ValueError naming ``what``."""
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-        raise ValueError(
-            f"{what} must be an int from 1 to 65535, got {port!r}; "
-            f"pick a free port such as {DEFAULT_PORT}."
-        )
+        must = "an int from 1 to 65535"
+        refuse(what, port, must=must, write=f"a free port such as {DEFAULT_PORT}", error=ValueError)
     return port
 
 
 def parse_host(spec: object, port: int) -> str:
     """One ``"host"`` or ``"host:port"`` -> ``"host:port"``, or a ValueError saying why not."""
     if not isinstance(spec, str):
-        raise ValueError(f"each host must be a string such as 'node1:12345', got {spec!r}.")
+        must = "a string such as 'node1:12345'"
+        refuse("each host", spec, must=must, write="hosts=['node1', 'node2']", error=ValueError)
     text = spec.strip()
+    malformed = f"the malformed host {spec!r}"
     if "://" in text:
-        raise ValueError(
-            f"malformed host {spec!r}: give a host name or address without a scheme, "
-            f"such as 'node1' or 'node1:{port}'."
-        )
+        must = "a host name or address without a scheme"
+        write = f"'node1' or 'node1:{port}'"
+        refuse("host", must=must, got=malformed, write=write, error=ValueError)
     if text.startswith("["):  # [IPv6]:port
         match = re.fullmatch(r"\[([^\]]+)\](?::(\d+))?", text)
-        try:
-            ipaddress.IPv6Address(match.group(1) if match else "")
-        except ValueError:
-            raise ValueError(
-                f"malformed host {spec!r}: write an IPv6 address as '[addr]' or '[addr]:port', "
-                "e.g. '[fd00::1]:12345'."
-            ) from None
+        if match is None or not _is_ipv6(match.group(1)):
+            must = "an IPv6 address in brackets"
+            write = "an IPv6 address as '[addr]' or '[addr]:port', e.g. '[fd00::1]:12345'"
+            refuse("host", must=must, got=malformed, write=write, error=ValueError)
         address, port_text = f"[{match.group(1)}]", match.group(2)
     elif text.count(":") > 1:
-        raise ValueError(
-            f"host {spec!r} looks like an IPv6 address: put it in brackets, "
-            f"e.g. '[{text}]' or '[{text}]:{port}'."
-        )
+        must = f"an IPv6 address in brackets (put it in brackets, e.g. '[{text}]')"
+        refuse("host", spec, must=must, write=f"'[{text}]:{port}'", error=ValueError)
     else:
         address, _, port_text = text.partition(":")
         if ":" in text and not port_text:
-            raise ValueError(f"host {spec!r} ends with ':' but no port: write 'host:{port}'.")
+            got = f"{spec!r}, which ends with ':' but no port"
+            must = "'host' or 'host:port'"
+            refuse("host", must=must, got=got, write=f"'host:{port}'", error=ValueError)
         if not _HOSTNAME.fullmatch(address):
-            raise ValueError(
-                f"malformed host {spec!r}: expected a host name or IPv4 address, optionally "
-                "with ':port', such as 'node1', 'node1.cluster.local:12345' or '10.0.0.5'."
-            )
+            must = "a host name or IPv4 address, optionally with ':port'"
+            write = "'node1', 'node1.cluster.local:12345' or '10.0.0.5'"
+            refuse("host", must=must, got=malformed, write=write, error=ValueError)
     if port_text is None or port_text == "":
         return f"{address}:{port}"
     if not re.fullmatch(r"[0-9]+", port_text):
-        raise ValueError(f"host {spec!r} has a port that is not a number: write 'host:{port}'.")
+        got = f"{spec!r}, whose port is not a number"
+        refuse("host", must="'host:port'", got=got, write=f"'host:{port}'", error=ValueError)
     return f"{address}:{check_port(int(port_text), f'the port of host {spec!r}')}"
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def worker_addresses(hosts: Sequence[str], port: int | None) -> list[str]:
     """Validate ``hosts`` and return one ``host:port`` per worker, in order."""
     if isinstance(hosts, str):
-        raise ValueError(
-            f"hosts must be a list of strings, one per worker, not the string {hosts!r}; "
-            "for a comma-separated string, pass hosts.split(',')."
-        )
+        must = "a list of strings, one per worker"
+        write = "hosts.split(',') for a comma-separated string"
+        refuse("hosts", hosts, must=must, write=write, error=ValueError)
     default_port = DEFAULT_PORT if port is None else check_port(port)
     hosts = list(hosts)
     if not hosts:
-        raise ValueError(
-            "hosts is empty: give one 'host' or 'host:port' per worker, e.g. ['node1', 'node2']."
-        )
+        must = "one 'host' or 'host:port' per worker"
+        write = "hosts=['node1', 'node2']"
+        refuse("hosts", must=must, got="[] (hosts is empty)", write=write, error=ValueError)
     addresses = [parse_host(spec, default_port) for spec in hosts]
     first_seen: dict[str, int] = {}
     for i, address in enumerate(addresses):
@@ -95,22 +107,26 @@ def worker_addresses(hosts: Sequence[str], port: int | None) -> list[str]:
         if j != i:
             host, _, taken = address.rpartition(":")
             other = int(taken) + 1 if int(taken) < 65535 else int(taken) - 1
-            raise ValueError(
-                f"hosts {j} and {i} are both {address!r}: two workers cannot share a port. "
-                f"Give workers on the same machine different ports, e.g. "
-                f"'{host}:{taken}' and '{host}:{other}'."
+            refuse(
+                "hosts",
+                must="one host:port per worker (two workers cannot share a port)",
+                got=f"a list in which hosts {j} and {i} are both {address!r}",
+                write=f"'{host}:{taken}' and '{host}:{other}' for two workers on one machine",
+                error=ValueError,
             )
     return addresses
 
 
 def worker_config(addresses: list[str], index: object, task_type: str) -> dict:
+    """The TF_CONFIG dict of worker ``index`` of the cluster ``addresses``."""
+    last = len(addresses) - 1
     if isinstance(index, bool) or not isinstance(index, int):
-        raise ValueError(f"index must be an int (this worker's position in hosts), got {index!r}.")
-    if not 0 <= index < len(addresses):
-        raise ValueError(
-            f"index {index} is out of range for {len(addresses)} hosts: "
-            f"use 0 to {len(addresses) - 1}, the position of this machine in hosts."
-        )
+        must = "an int (this worker's position in hosts)"
+        refuse("index", index, must=must, write="index=0", error=ValueError)
+    if not 0 <= index <= last:
+        must = f"this machine's position in hosts (use 0 to {last})"
+        got = f"{index}, out of range for {len(addresses)} hosts"
+        refuse("index", must=must, got=got, write="index=0", error=ValueError)
     return {
         "cluster": {task_type: list(addresses)},
         "task": {"type": task_type, "index": index},
@@ -119,27 +135,35 @@ def worker_config(addresses: list[str], index: object, task_type: str) -> dict:
 
 def check_target(script_target: object) -> str:
     """``FILE:FUNCTION`` or ``FILE``, the two forms ``python -m mirrorkit.worker`` takes."""
-    usage = (
-        "script_target must be 'path/to/train.py:function' (the file, a colon, then the name "
-        "of the training function, e.g. 'train.py:train'), or a script path alone"
-    )
-    if not isinstance(script_target, str) or any(c in script_target for c in "\n\r\0"):
-        raise ValueError(f"{usage}; got {script_target!r}.")
-    path, colon, function = script_target.rpartition(":")
-    if not colon:
-        path, function = script_target, None
-    if not path.strip() or (function is not None and not function.isidentifier()):
-        raise ValueError(f"{usage}; got {script_target!r}.")
+    wrong = not isinstance(script_target, str) or any(c in script_target for c in "\n\r\0")
+    if not wrong:
+        path, colon, function = script_target.rpartition(":")
+        if not colon:
+            path, function = script_target, None
+        wrong = not path.strip() or (function is not None and not function.isidentifier())
+    if wrong:
+        refuse(
+            "script_target",
+            script_target,
+            must="'path/to/train.py:function' (the file, a colon, then the name of the training "
+            "function), or a script path alone",
+            write="'train.py:train'",
+            error=ValueError,
+        )
     return script_target
 
 
 def check_count(value: object, what: str) -> int:
+    """``value`` if it is an int of at least 1 (one worker each), else a ValueError."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be an int >= 1 (one worker each), got {value!r}.")
+        must = "an int >= 1 (one worker each)"
+        refuse(what, value, must=must, write=f"{what}=2", error=ValueError)
     return value
 
 
 def check_line(value: object, what: str) -> str:
+    """``value`` stripped, if it is text on one line that is not empty, else a ValueError."""
     if not isinstance(value, str) or not value.strip() or any(c in value for c in "\n\r\0"):
-        raise ValueError(f"{what} must be a non-empty string on one line, got {value!r}.")
+        must = "a non-empty string on one line"
+        refuse(what, value, must=must, write=f"{what} on one line", error=ValueError)
     return value.strip()

@@ -2,6 +2,11 @@
 
 Named ``hosts`` rather than after its function ``tf_config``: a module and a function of one
 name in a lazily loaded package shadow each other once the module is imported.
+
+Example:
+    >>> from mirrorkit.cluster.scaleout.hosts import tf_config
+    >>> tf_config(["node1", "node2"], 0)["cluster"]
+    {'worker': ['node1:12345', 'node2:12345']}
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import json
 import re
 from collections.abc import Sequence
 
+from mirrorkit._validate import refuse
 from mirrorkit.cluster.scaleout._arguments import worker_addresses, worker_config
 
 _TASK_TYPE = re.compile(r"[a-z][a-z0-9_]*")  # what TensorFlow accepts as a job name
@@ -47,16 +53,13 @@ def tf_config(
         {'cluster': {'worker': ['node1:12345', 'node2:2222']}, 'task': {'type': 'worker', 'index': 1}}
     """  # noqa: E501 - a doctest's output is one line
     if not isinstance(task_type, str) or not _TASK_TYPE.fullmatch(task_type):
-        raise ValueError(
-            f"task_type must be a TensorFlow job name such as 'worker' (lowercase letters, "
-            f"digits, '_'), got {task_type!r}."
-        )
+        must = "a TensorFlow job name such as 'worker' (lowercase letters, digits, '_')"
+        refuse("task_type", task_type, must=must, write="task_type='worker'", error=ValueError)
     addresses = worker_addresses(hosts, port)
     if task_type == "chief" and len(addresses) > 1:
-        raise ValueError(
-            f"a cluster has one chief, but {len(addresses)} hosts were given: use "
-            "task_type='worker' (worker 0 then acts as the chief)."
-        )
+        must = f"'worker' for {len(addresses)} hosts (a cluster has one chief)"
+        write = "task_type='worker' (worker 0 then acts as the chief)"
+        refuse("task_type", task_type, must=must, write=write, error=ValueError)
     return worker_config(addresses, index, task_type)
 
 

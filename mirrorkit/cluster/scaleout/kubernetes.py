@@ -1,4 +1,10 @@
-"""Kubernetes: a headless Service and an Indexed Job whose pods compute their ``TF_CONFIG``."""
+"""Kubernetes: a headless Service and an Indexed Job whose pods compute their ``TF_CONFIG``.
+
+Example:
+    >>> from mirrorkit.cluster.scaleout.kubernetes import kubernetes_manifest
+    >>> "kind: Job" in kubernetes_manifest("img", "train.py:train", workers=2)
+    True
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import json
 import re
 import shlex
 
+from mirrorkit._validate import refuse
 from mirrorkit.cluster.scaleout._arguments import (
     DEFAULT_PORT,
     SECURITY_LINES,
@@ -25,17 +32,6 @@ _K8S_NAMESPACE = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?")  # an RFC 1123 l
 def _q(value: str) -> str:
     """A YAML double-quoted scalar (JSON's string syntax is valid YAML)."""
     return json.dumps(value)
-
-
-def _k8s_name(name: object, workers: int) -> str:
-    longest = len(f"-{workers - 1}")
-    if not isinstance(name, str) or not _K8S_NAME.fullmatch(name) or len(name) + longest > 63:
-        raise ValueError(
-            f"name must be a DNS label of at most {63 - longest} characters (lowercase letters, "
-            f"digits and '-', starting with a letter, so that the pod host names "
-            f"'<name>-<index>' stay valid), got {name!r}; e.g. 'mirrorbook'."
-        )
-    return name
 
 
 def _container_script(cluster_json: str, workers: int, target: str) -> str:
@@ -60,6 +56,25 @@ def _container_script(cluster_json: str, workers: int, target: str) -> str:
             f"exec python -m mirrorkit.worker {shlex.quote(target)}",
         ]
     )
+
+
+def _headless_service(name: str, metadata: list[str], port: int) -> list[str]:
+    """The Service that gives the Job's pods their DNS names, ``<name>-<i>.<name>``."""
+    return [
+        "apiVersion: v1",
+        "kind: Service",
+        "metadata:",
+        *metadata,
+        "spec:",
+        "  clusterIP: None  # headless: DNS names for the pods, no load balancing",
+        "  publishNotReadyAddresses: true",
+        "  selector:",
+        f"    job-name: {name}",
+        "  ports:",
+        "    - name: grpc",
+        f"      port: {port}",
+        f"      targetPort: {port}",
+    ]
 
 
 def kubernetes_manifest(
@@ -112,19 +127,27 @@ def kubernetes_manifest(
     """  # noqa: E501 - a doctest's output is one line
     image = check_line(image, "image")
     if any(c.isspace() for c in image):
-        raise ValueError(f"image must be an image reference without spaces, got {image!r}.")
+        must = "an image reference without spaces"
+        refuse(
+            "image", image, must=must, write="image='registry.example/train:1'", error=ValueError
+        )
     target = check_target(script_target)
     workers = check_count(workers, "workers")
-    name = _k8s_name(name, workers)
+    longest = len(f"-{workers - 1}")
+    if not isinstance(name, str) or not _K8S_NAME.fullmatch(name) or len(name) + longest > 63:
+        must = (
+            f"a DNS label of at most {63 - longest} characters (lowercase letters, digits and "
+            "'-', starting with a letter, so that the pod host names '<name>-<index>' stay valid)"
+        )
+        refuse("name", name, must=must, write="name='mirrorbook'", error=ValueError)
     port = check_port(port)
     if namespace is not None and (
         not isinstance(namespace, str)
         or not _K8S_NAMESPACE.fullmatch(namespace)
         or len(namespace) > 63
     ):
-        raise ValueError(
-            f"namespace must be a DNS label (lowercase letters, digits, '-'), got {namespace!r}."
-        )
+        must = "a DNS label (lowercase letters, digits, '-')"
+        refuse("namespace", namespace, must=must, write="namespace='ml'", error=ValueError)
     hosts = [f"{name}-{i}.{name}" for i in range(workers)]
     cluster_json = tf_config_env(hosts, 0, port=port)
     script = _container_script(cluster_json, workers, target)
@@ -134,19 +157,7 @@ def kubernetes_manifest(
         "# Written by mirrorkit.cluster.scaleout.kubernetes_manifest:"
         " apply with `kubectl apply -f`.",
         *(f"# {line}" for line in security),
-        "apiVersion: v1",
-        "kind: Service",
-        "metadata:",
-        *metadata,
-        "spec:",
-        "  clusterIP: None  # headless: DNS names for the pods, no load balancing",
-        "  publishNotReadyAddresses: true",
-        "  selector:",
-        f"    job-name: {name}",
-        "  ports:",
-        "    - name: grpc",
-        f"      port: {port}",
-        f"      targetPort: {port}",
+        *_headless_service(name, metadata, port),
         "---",
         "apiVersion: batch/v1",
         "kind: Job",

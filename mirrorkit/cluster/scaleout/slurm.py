@@ -1,4 +1,10 @@
-"""Slurm: an ``sbatch`` script with one worker per node, and the variables each worker reads."""
+"""Slurm: an ``sbatch`` script with one worker per node, and the variables each worker reads.
+
+Example:
+    >>> from mirrorkit.cluster.scaleout.slurm import slurm_script
+    >>> slurm_script("train.py:train", nodes=2).splitlines()[2]
+    '#SBATCH --nodes=2'
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping
 
+from mirrorkit._validate import refuse
 from mirrorkit.cluster.scaleout._arguments import (
     DEFAULT_PORT,
     SECURITY_LINES,
@@ -25,6 +32,12 @@ _SLURM_TIME = re.compile(
 
 
 _SLURM_JOB_NAME = re.compile(r"[A-Za-z0-9_.+-]+")
+_SBATCH_EXAMPLE = "extra_sbatch=['--partition=gpu', '--gres=gpu:4']"
+# How a refusal of one of the job step's variables ends: srun sets them all, together.
+_SRUN_SETS = {
+    "write": "srun's own variables: run this inside one srun job step",
+    "error": ValueError,
+}
 
 
 # sbatch options slurm_script sets from its own arguments.
@@ -49,16 +62,17 @@ def _sbatch_lines(extra_sbatch: str | Iterable[str]) -> list[str]:
         text = check_line(item, "each extra_sbatch item")
         option = text.removeprefix("#SBATCH").strip()
         if not option.startswith("-"):
-            raise ValueError(
-                f"extra_sbatch items are sbatch options such as '--partition=gpu' or "
-                f"'--gres=gpu:4', got {item!r}."
-            )
+            must = "sbatch options such as '--partition=gpu' or '--gres=gpu:4'"
+            refuse("extra_sbatch", item, must=must, write=_SBATCH_EXAMPLE, error=ValueError)
         name = re.split(r"[=\s]", option, maxsplit=1)[0]
         if name in _MANAGED_SBATCH or (len(name) > 2 and name[:2] in ("-N", "-n", "-J", "-t")):
             key = _MANAGED_SBATCH.get(name) or _MANAGED_SBATCH[name[:2]]
-            raise ValueError(
-                f"extra_sbatch sets {name!r}, which slurm_script writes itself: "
-                f"use its argument {key} instead."
+            refuse(
+                "extra_sbatch",
+                must="sbatch options that slurm_script does not write itself",
+                got=f"{name!r}, which slurm_script writes itself: use its argument {key} instead",
+                write=_SBATCH_EXAMPLE,
+                error=ValueError,
             )
         lines.append(f"#SBATCH {option}")
     return lines
@@ -127,16 +141,15 @@ def slurm_script(
     nodes = check_count(nodes, "nodes")
     job_name = check_line(job_name, "job_name")
     if not _SLURM_JOB_NAME.fullmatch(job_name):
-        raise ValueError(
-            f"job_name may hold letters, digits and '_.+-' only, got {job_name!r}; "
-            "e.g. 'mirrorbook'."
-        )
+        must = "a Slurm job name (job_name may hold letters, digits and '_.+-' only)"
+        refuse("job_name", job_name, must=must, write="job_name='mirrorbook'", error=ValueError)
     time = check_line(time, "time")
     if not _SLURM_TIME.fullmatch(time):
-        raise ValueError(
-            f"time must be a Slurm time limit such as '01:00:00', '90' (minutes) or "
-            f"'2-00:00:00' (days-hours:minutes:seconds), got {time!r}."
+        must = (
+            "a Slurm time limit such as '01:00:00', '90' (minutes) or '2-00:00:00' "
+            "(days-hours:minutes:seconds)"
         )
+        refuse("time", time, must=must, write="time='01:00:00'", error=ValueError)
     port = check_port(port)
     python = check_line(python, "python")
     extra = _sbatch_lines(extra_sbatch)
@@ -163,19 +176,19 @@ def slurm_script(
     return "\n".join(lines) + "\n"
 
 
-def _expand_nodelist(nodelist: str) -> list[str]:
-    """Slurm's compact node list (``"n[1-2],m5"``) -> host names, in Slurm's order."""
+def _expand_nodelist(nodelist: str) -> list[str] | None:
+    """Slurm's compact node list (``"n[1-2],m5"``) -> host names, in Slurm's order.
+
+    ``None`` if the list is malformed (or of a form not supported here).
+    """
     parts = re.findall(r"(?:[^,\[]|\[[^\]]*\])+", nodelist)
     if ",".join(parts) != nodelist or not parts:
-        raise ValueError(f"malformed Slurm node list {nodelist!r}.")
+        return None
     hosts = []
     for part in parts:
         match = re.fullmatch(r"([^\[\]]*)(?:\[([^\]]+)\])?([^\[\]]*)", part)
         if match is None:
-            raise ValueError(
-                f"malformed or unsupported Slurm node list {nodelist!r} at {part!r}: expected "
-                "names such as 'node[1-4,7],gpu05'."
-            )
+            return None
         prefix, ranges, suffix = match.groups()
         if ranges is None:
             hosts.append(prefix + suffix)
@@ -183,7 +196,7 @@ def _expand_nodelist(nodelist: str) -> list[str]:
         for item in ranges.split(","):
             low, _, high = item.partition("-")
             if not re.fullmatch(r"[0-9]+", low) or not re.fullmatch(r"[0-9]+", high or low):
-                raise ValueError(f"malformed Slurm node list {nodelist!r} at {item!r}.")
+                return None
             width = len(low)
             hosts.extend(
                 f"{prefix}{n:0{width}d}{suffix}" for n in range(int(low), int(high or low) + 1)
@@ -191,13 +204,13 @@ def _expand_nodelist(nodelist: str) -> list[str]:
     return hosts
 
 
-def _expand_tasks_per_node(text: str) -> list[int]:
-    """Slurm's ``"2(x3),1"`` -> ``[2, 2, 2, 1]``."""
+def _expand_tasks_per_node(text: str) -> list[int] | None:
+    """Slurm's ``"2(x3),1"`` -> ``[2, 2, 2, 1]``; ``None`` if malformed."""
     counts = []
     for part in text.split(","):
         match = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
         if match is None:
-            raise ValueError(f"malformed SLURM_STEP_TASKS_PER_NODE {text!r}.")
+            return None
         counts.extend([int(match.group(1))] * int(match.group(2) or 1))
     return counts
 
@@ -247,16 +260,26 @@ def slurm_tf_config(environ: Mapping[str, str] | None = None, *, port: int | Non
     base = DEFAULT_PORT if port is None else check_port(port)
     for name in ("STEP_NUM_TASKS", "PROCID"):
         if not re.fullmatch(r"[0-9]+", env[f"SLURM_{name}"].strip()):
-            raise ValueError(f"SLURM_{name} must be a number, got {env[f'SLURM_{name}']!r}.")
+            refuse(f"SLURM_{name}", env[f"SLURM_{name}"], **_SRUN_SETS, must="a number")
     hosts = _expand_nodelist(env["SLURM_STEP_NODELIST"])
+    if hosts is None:
+        must = "a Slurm node list such as 'node[1-4,7],gpu05'"
+        refuse("SLURM_STEP_NODELIST", env["SLURM_STEP_NODELIST"], **_SRUN_SETS, must=must)
     counts = _expand_tasks_per_node(env["SLURM_STEP_TASKS_PER_NODE"])
-    if len(counts) != len(hosts):
-        raise ValueError(
-            f"SLURM_STEP_TASKS_PER_NODE gives {len(counts)} nodes but SLURM_STEP_NODELIST "
-            f"names {len(hosts)}; are they from the same job step?"
+    if counts is None or len(counts) != len(hosts):
+        text = env["SLURM_STEP_TASKS_PER_NODE"]
+        refuse(
+            "SLURM_STEP_TASKS_PER_NODE",
+            must=f"one task count per node of SLURM_STEP_NODELIST, which names {len(hosts)}",
+            got=f"the malformed SLURM_STEP_TASKS_PER_NODE {text!r}"
+            if counts is None
+            else f"{text!r}, which gives {len(counts)} nodes",
+            **_SRUN_SETS,
         )
     if max(counts) + base - 1 > 65535:
-        raise ValueError(f"port {base} leaves no room for {max(counts)} tasks on one node.")
+        got = f"{base}, which leaves no room for {max(counts)} tasks on one node"
+        must = f"at most {65536 - max(counts)}"
+        refuse("port", must=must, got=got, write="port=12345", error=ValueError)
     addresses = [f"{h}:{base + k}" for h, n in zip(hosts, counts, strict=True) for k in range(n)]
     if int(env["SLURM_STEP_NUM_TASKS"]) != len(addresses):
         raise ValueError(

@@ -185,7 +185,7 @@ WRONG_EVALUATIONS = [
     ),
     pytest.param(
         lambda s, m, d: mk.check_evaluation(_sums_and_counts(s), s, "model", d, global_batch=16),
-        None,
+        TypeError,
         "model",
         r"not a Keras model: pass the model to evaluate",
         id="model-a-string",
@@ -194,21 +194,21 @@ WRONG_EVALUATIONS = [
         lambda s, m, d: mk.check_evaluation(
             _sums_and_counts(s), s, _model_outside_the_scope(), d, global_batch=16
         ),
-        None,
+        ValueError,
         "model",
         r"not built under this strategy's scope: build it inside `with strategy\.scope\(\):`",
         id="model-outside-the-scope",
     ),
     pytest.param(
         lambda s, m, d: mk.check_evaluation(_sums_and_counts(s), s, m, d, global_batch=4),
-        None,
+        ValueError,
         "global_batch",
         r"too small to check with 4 replicas: use at least 8",
         id="global-batch-too-small",
     ),
     pytest.param(
         lambda s, m, d: mk.check_evaluation(_sums_and_counts(s), s, m, d[0], global_batch=16),
-        None,
+        TypeError,
         "data",
         r"must be a pair \(x, y\)",
         id="data-x-only",
@@ -217,7 +217,7 @@ WRONG_EVALUATIONS = [
         lambda s, m, d: mk.check_evaluation(
             _sums_and_counts(s), s, m, (d[0][:20], d[1][:20]), global_batch=16
         ),
-        None,
+        ValueError,
         "data",
         r"the check needs at least 32 \(two global batches of 16\)",
         id="data-too-short",
@@ -226,7 +226,7 @@ WRONG_EVALUATIONS = [
         lambda s, m, d: mk.check_evaluation(
             _sums_and_counts(s), s, m, d, global_batch=16, loss="msee"
         ),
-        None,
+        ValueError,
         "loss",
         r"loss='msee' is not a Keras loss name",
         id="loss-misspelt",

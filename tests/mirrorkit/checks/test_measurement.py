@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import mirrorkit as mk
-from mirrorkit.measure.allreduce import record_from_times
+from mirrorkit.measure.benchmark import record_from_times
 
 ALGORITHMS = ("collective", "hierarchical_copy", "one_device")
 SIZES = (4 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20)

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from mirrorkit.checks.scaling import check_accumulation, check_clipping
+from mirrorkit.checks.accumulation import check_accumulation
+from mirrorkit.checks.clipping import check_clipping
 
 K = 3
 
@@ -153,7 +154,7 @@ WRONG_ACCUMULATIONS = [
         lambda s: check_accumulation(
             _accumulate(_big(s)), _apply(), s, _model_fn, _data(s), micro_steps=1
         ),
-        None,
+        ValueError,
         "micro_steps",
         r"2 or more",
         id="one micro-step",
@@ -162,7 +163,7 @@ WRONG_ACCUMULATIONS = [
         lambda s: check_accumulation(
             _accumulate(_big(s)), _apply(), s, _model_fn(), _data(s), micro_steps=K
         ),
-        None,
+        TypeError,
         "model_fn",
         r"model_fn=make_model",
         id="a model",
@@ -171,7 +172,7 @@ WRONG_ACCUMULATIONS = [
         lambda s: check_accumulation(
             _accumulate(_big(s)), _apply(), s, _model_fn, _data(s, 5), micro_steps=K
         ),
-        None,
+        ValueError,
         "data",
         r"multiple of 2 \* micro_steps",
         id="uneven data",
@@ -180,7 +181,7 @@ WRONG_ACCUMULATIONS = [
         lambda s: check_accumulation(
             _accumulate(_big(s)), _apply(), s, _model_fn, _data(s)[0], micro_steps=K
         ),
-        None,
+        TypeError,
         "data",
         r"pair \(x, y\)",
         id="x only",
@@ -204,14 +205,14 @@ WRONG_CLIPPINGS = [
     ),
     pytest.param(
         lambda s, b: check_clipping(_after_sum, s, _model_fn, b, clip_norm="0.5"),
-        None,
+        TypeError,
         "clip_norm",
         r"number above 0",
         id="bound as text",
     ),
     pytest.param(
         lambda s, b: check_clipping(_after_sum, s, _model_fn, b, clip_norm=1e6),
-        None,
+        ValueError,
         "clip_norm",
         r"Pass a smaller clip_norm",
         id="bound never reached",
@@ -227,14 +228,14 @@ WRONG_CLIPPINGS = [
     ),
     pytest.param(
         lambda s, b: check_clipping(_after_sum, s, _model_fn, b[0], clip_norm=0.5),
-        None,
+        TypeError,
         "batch",
         r"pair \(x, y\)",
         id="x only",
     ),
     pytest.param(
         lambda s, b: check_clipping(_after_sum, s, _model_fn(), b, clip_norm=0.5),
-        None,
+        TypeError,
         "model_fn",
         r"model_fn=make_model",
         id="a model",

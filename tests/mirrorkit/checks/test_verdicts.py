@@ -477,21 +477,21 @@ WRONG_LOSS_STEPS = [
     ),
     pytest.param(
         lambda s: mk.check_loss_step(mean_squared, s, _model_fn(), loss_batch()),
-        None,
+        TypeError,
         "model_fn",
         r"not a model: both runs need their own copy, e\.g\. model_fn=build_model",
         id="model_fn-a-model",
     ),
     pytest.param(
         lambda s: mk.check_loss_step(mean_squared, s, _model_fn, tf.data.Dataset.range(8)),
-        None,
+        TypeError,
         "batch",
         r"one global batch \(x, y\).*e\.g\. \(x_train\[:8\], y_train\[:8\]\)",
         id="batch-a-dataset",
     ),
     pytest.param(
         lambda s: mk.check_loss_step(mean_squared, s, _model_fn, loss_batch(), loss="msee"),
-        None,
+        ValueError,
         "loss",
         r"loss='msee' is not a Keras loss name",
         id="loss-misspelt",
@@ -500,7 +500,7 @@ WRONG_LOSS_STEPS = [
         lambda s: mk.check_loss_step(
             mean_squared, s, _model_fn, (loss_batch()[0], np.array(["a", "b"] * 4))
         ),
-        None,
+        TypeError,
         "y",
         r"y holds text such as 'a'.*np\.unique",
         id="string-labels",

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import mirrorkit as mk
-from mirrorkit.cluster import launcher, protocol as p
+from mirrorkit.cluster import _session, protocol as p
 
 PACKAGE = Path(mk.__file__).parent
 
@@ -43,7 +43,7 @@ def test_an_unknown_or_broken_line_is_an_error_not_a_guess():
 
 
 def test_the_launcher_handles_every_message_in_one_table():
-    assert set(launcher._HANDLERS) == set(p.MESSAGES.values())
+    assert set(_session._HANDLERS) == set(p.MESSAGES.values())
 
 
 def test_the_launch_spec_and_its_fault_round_trip(tmp_path):

@@ -528,7 +528,7 @@ PLAIN = "import tensorflow as tf\n\nstrategy = tf.distribute.MultiWorkerMirrored
 
 
 def test_a_script_that_builds_its_own_strategy_is_told_apart(tmp_path):
-    from mirrorkit.cluster.worker import joins_by_itself
+    from mirrorkit.cluster.targets import joins_by_itself
 
     cases = {
         "plain.py": (PLAIN, True),
@@ -556,7 +556,7 @@ def test_a_script_that_builds_its_own_strategy_is_told_apart(tmp_path):
 def test_worker_cli_options_that_cannot_work_are_refused(
     clear_message, capsys, monkeypatch, tmp_path, args, argument, match
 ):
-    from mirrorkit.cluster.worker import main
+    from mirrorkit.cluster.worker_cli import main
 
     monkeypatch.chdir(tmp_path)  # where train.py defines train, and nothing else is
     (tmp_path / "train.py").write_text(TRAIN)

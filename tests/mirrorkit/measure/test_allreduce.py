@@ -9,12 +9,14 @@ import tensorflow as tf
 
 from mirrorkit.errors import AllReduceUnavailableError
 from mirrorkit.measure.allreduce import (
-    AllReduceBenchmark,
-    AllReduceRecord,
     available_algorithms,
     benchmark_all_reduce,
-    bus_bandwidth,
     measure_copy_bandwidth,
+)
+from mirrorkit.measure.benchmark import (
+    AllReduceBenchmark,
+    AllReduceRecord,
+    bus_bandwidth,
     record_from_times,
 )
 from mirrorkit.report.units import parse_size

@@ -3,19 +3,13 @@ import math
 import numpy as np
 import pytest
 
-from mirrorkit.measure.allreduce import (
-    AllReduceBenchmark,
-    benchmark_all_reduce,
-    record_from_times,
-)
-from mirrorkit.measure.cost_model import (
-    CostModel,
-    StepPrediction,
-    fit_cost_model,
-    synthetic_benchmark,
-)
+from mirrorkit.measure.allreduce import benchmark_all_reduce
+from mirrorkit.measure.benchmark import AllReduceBenchmark, record_from_times
+from mirrorkit.measure.cost_model import CostModel, fit_cost_model
 from mirrorkit.measure.links import LINKS, Link
 from mirrorkit.measure.schedules import schedule
+from mirrorkit.measure.step_prediction import StepPrediction
+from mirrorkit.measure.synthetic import synthetic_benchmark
 
 SIZES = (4 << 10, 64 << 10, 1 << 20, 16 << 20)
 LAUNCH, ALPHA, BANDWIDTH = 4e-4, 7e-5, 3e9

@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 
 from mirrorkit.measure import _profiler
-from mirrorkit.measure.tracing import AllReduceSpan, StepPhases, StepTrace, StepTracer
+from mirrorkit.measure.step_trace import AllReduceSpan, StepPhases, StepTrace
+from mirrorkit.measure.tracing import StepTracer
 from tests.mirrorkit.measure.test_tracing import distributed_step
 
 US = 1e6  # trace times are microseconds

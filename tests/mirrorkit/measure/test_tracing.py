@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 
 from mirrorkit.measure import _profiler
-from mirrorkit.measure.tracing import StepPhases, StepTrace, StepTracer
+from mirrorkit.measure.step_trace import StepPhases, StepTrace
+from mirrorkit.measure.tracing import StepTracer
 from mirrorkit.strategy import make_strategy
 
 

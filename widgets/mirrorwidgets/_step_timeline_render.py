@@ -13,12 +13,13 @@ import numpy as np
 
 from mirrorkit.report import style
 from mirrorkit.report.units import format_seconds
-from mirrorwidgets import _plot as plot, _render as r
+from mirrorwidgets import _plot
 from mirrorwidgets._phases import PHASES, Phases
+from mirrorwidgets._render import esc
 
 WIDTH = 520
 RIGHT, TOP, HEIGHT, BOTTOM = 14, 22, 160, 28
-LEFT = plot.LEFT
+LEFT = _plot.LEFT
 COLORS = {"input_wait_s": style.YELLOW, "compute_s": style.BLUE, "all_reduce_s": style.PURPLE}
 NAMES = {"input_wait_s": "input wait", "compute_s": "compute", "all_reduce_s": "all-reduce"}
 OUTLIER = 3.0  # a bar this many times the 90th percentile is an outlier the axis leaves out
@@ -39,11 +40,11 @@ def axis_top(totals: list[float], y_max: float | None) -> float:
 def bars(steps: tuple[Phases, ...], max_points: int) -> list[tuple[int, int, dict[str, float]]]:
     """At most ``max_points`` bars: ``(first step, last step, mean phase times)`` each.
 
-    A longer run is cut into the runs of consecutive steps that :func:`plot.thin` would
+    A longer run is cut into the runs of consecutive steps that :func:`_plot.thin` would
     pick one step of (the last may be shorter); each is drawn as the mean of its steps, so
     that the bars still add up to the run.
     """
-    size = plot.stride(len(steps), max_points)
+    size = _plot.stride(len(steps), max_points)
     out = []
     for start in range(0, len(steps), size):
         chunk = steps[start : start + size]
@@ -61,7 +62,7 @@ def timeline_svg(steps: tuple[Phases, ...], *, max_points: int, y_max: float | N
     drawn = bars(steps, max_points)
     totals = [sum(means.values()) for _, _, means in drawn]
     top = axis_top(totals, y_max)
-    tick = plot.nice_step(top, 4)
+    tick = _plot.nice_step(top, 4)
     top = math.ceil(top / tick - 1e-9) * tick
     plot_w = WIDTH - LEFT - RIGHT
     axis_y = TOP + HEIGHT
@@ -73,9 +74,9 @@ def timeline_svg(steps: tuple[Phases, ...], *, max_points: int, y_max: float | N
         return axis_y - min(seconds, top) / top * HEIGHT
 
     label = "seconds per step" + (" (each bar: the mean of consecutive steps)" if merged else "")
-    parts = [plot.frame(TOP, HEIGHT, plot_w, label)]
-    for value in plot.ticks(0.0, top, tick):
-        parts.append(plot.grid_line(y(value), plot_w, format_seconds(value) if value else "0"))
+    parts = [_plot.frame(TOP, HEIGHT, plot_w, label)]
+    for value in _plot.ticks(0.0, top, tick):
+        parts.append(_plot.grid_line(y(value), plot_w, format_seconds(value) if value else "0"))
     clipped = []
     for i, ((first, last, means), total) in enumerate(zip(drawn, totals, strict=True)):
         x = LEFT + i * slot + (slot - width) / 2
@@ -89,32 +90,32 @@ def timeline_svg(steps: tuple[Phases, ...], *, max_points: int, y_max: float | N
             segments.append(
                 f'<rect class="mw-seg" data-phase="{phase}" x="{x:.1f}" y="{y1:.1f}" '
                 f'width="{width:.1f}" height="{_round(y0 - y1):.1f}" fill="{COLORS[phase]}">'
-                f"<title>{r.esc(steps_text)}: {NAMES[phase]} "
+                f"<title>{esc(steps_text)}: {NAMES[phase]} "
                 f"{format_seconds(means[phase])}</title></rect>"
             )
         over = total > top * (1 + 1e-9)
         data = f'data-step="{first}" data-last="{last}" data-total="{total:.6g}"'
         parts.append(
             f'<g class="mw-bar{" mw-clipped" if over else ""}" {data}>'
-            f"<title>{r.esc(title)}</title>{''.join(segments)}</g>"
+            f"<title>{esc(title)}</title>{''.join(segments)}</g>"
         )
         if over:
             clipped.append((first, total))
             parts.append(
                 f'<text class="mw-over" data-step="{first}" x="{x + width / 2:.1f}" '
                 f'y="{TOP - 2}" text-anchor="middle" fill="{style.BAD}">&#9650;'
-                f"<title>{r.esc(title)} (beyond the axis)</title></text>"
+                f"<title>{esc(title)} (beyond the axis)</title></text>"
             )
-    for i in plot.ticks(0, len(drawn) - 1, max(1, math.ceil(len(drawn) / 8))):
-        parts.append(plot.x_tick(LEFT + (i + 0.5) * slot, axis_y, str(drawn[i][0])))
-    parts.append(plot.x_label(LEFT - 12, axis_y + 15, "step"))
+    for i in _plot.ticks(0, len(drawn) - 1, max(1, math.ceil(len(drawn) / 8))):
+        parts.append(_plot.x_tick(LEFT + (i + 0.5) * slot, axis_y, str(drawn[i][0])))
+    parts.append(_plot.x_label(LEFT - 12, axis_y + 15, "step"))
     height = axis_y + BOTTOM
     title = (
         f"time per training step, {len(steps)} step{'' if len(steps) == 1 else 's'} as "
         f"{len(drawn)} bar{'' if len(drawn) == 1 else 's'}, stacked: input wait, compute, "
         f"all-reduce; axis up to {format_seconds(top)}"
     )
-    return plot.svg("mw-step-timeline", WIDTH, height, title, parts), clipped, top
+    return _plot.svg("mw-step-timeline", WIDTH, height, title, parts), clipped, top
 
 
 def legend_html() -> str:

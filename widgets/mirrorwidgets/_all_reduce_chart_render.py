@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from mirrorkit.report import style
 from mirrorkit.report.render import html_table
 from mirrorkit.report.units import format_percent, format_rate, format_seconds, format_size
-from mirrorwidgets import _plot as plot, _render as r
+from mirrorwidgets import _plot
+from mirrorwidgets._render import FONT, color as hue_color, esc
 
 WIDTH = 560
 LEFT, RIGHT, TOP = 64, 14, 18
@@ -26,7 +27,7 @@ ALGORITHM_COLORS = {
     "nccl": style.PURPLE,
 }
 # One dash pattern per replica count when several are drawn (solid for the first).
-DASHES = plot.DASHES
+DASHES = _plot.DASHES
 AMBER = style.WARN
 
 
@@ -50,7 +51,7 @@ def algorithm_colors(algorithms: Sequence[str]) -> dict[str, str]:
     others = [a for a in algorithms if a not in ALGORITHM_COLORS]
     colors = {a: ALGORITHM_COLORS[a] for a in algorithms if a in ALGORITHM_COLORS}
     for i, name in enumerate(others):
-        colors[name] = r.color(i / max(len(others), 1))
+        colors[name] = hue_color(i / max(len(others), 1))
     return colors
 
 
@@ -99,13 +100,13 @@ def chart_svg(records: Sequence, counts: Sequence[int], all_counts: Sequence[int
     axis_y = busbw_top + PANEL
     height = axis_y + BOTTOM + LEGEND_ROW * len(lines) + 4
 
-    lo2, hi2 = plot.log_range([rec.bytes for rec in shown], 2)
+    lo2, hi2 = _plot.log_range([rec.bytes for rec in shown], 2)
 
     def x(nbytes: int) -> float:
         return LEFT + INSET + (math.log2(nbytes) - lo2) / (hi2 - lo2) * (plot_w - 2 * INSET)
 
     def y_axis(top: float, values: list[float]):
-        lo, hi = plot.log_range(values, 10)
+        lo, hi = _plot.log_range(values, 10)
         low, high = lo - 0.1, hi + 0.1  # keep points off the frame
 
         def y(value: float) -> float:
@@ -117,15 +118,17 @@ def chart_svg(records: Sequence, counts: Sequence[int], all_counts: Sequence[int
     # --- time panel
     times = [v for rec in shown for v in (rec.median_s, rec.min_s, rec.max_s) if v > 0]
     lo, hi, y_time = y_axis(TOP, times)
-    parts.append(plot.frame(TOP, PANEL, plot_w, "time per all-reduce (median; min-max)", left=LEFT))
-    for e in plot.log_ticks(lo, hi):
-        parts.append(plot.grid_line(y_time(10.0**e), plot_w, format_seconds(10.0**e), left=LEFT))
+    parts.append(
+        _plot.frame(TOP, PANEL, plot_w, "time per all-reduce (median; min-max)", left=LEFT)
+    )
+    for e in _plot.log_ticks(lo, hi):
+        parts.append(_plot.grid_line(y_time(10.0**e), plot_w, format_seconds(10.0**e), left=LEFT))
     # --- busbw panel, with the memory-copy bandwidth as the reference
     rates = [rec.busbw for rec in shown] + ([copy_bw] if copy_bw > 0 else [])
     lo, hi, y_bw = y_axis(busbw_top, rates)
-    parts.append(plot.frame(busbw_top, PANEL, plot_w, "busbw (bus bandwidth)", left=LEFT))
-    for e in plot.log_ticks(lo, hi):
-        parts.append(plot.grid_line(y_bw(10.0**e), plot_w, format_rate(10.0**e), left=LEFT))
+    parts.append(_plot.frame(busbw_top, PANEL, plot_w, "busbw (bus bandwidth)", left=LEFT))
+    for e in _plot.log_ticks(lo, hi):
+        parts.append(_plot.grid_line(y_bw(10.0**e), plot_w, format_rate(10.0**e), left=LEFT))
     if copy_bw > 0:
         y = y_bw(copy_bw)
         parts.append(
@@ -138,10 +141,10 @@ def chart_svg(records: Sequence, counts: Sequence[int], all_counts: Sequence[int
     # --- one line per (algorithm, replicas) in each panel
     for algorithm, n, points in lines:
         color, dash = colors[algorithm], dashes[n] if several else ""
-        data = f'data-algorithm="{r.esc(algorithm)}" data-replicas="{n}"'
+        data = f'data-algorithm="{esc(algorithm)}" data-replicas="{n}"'
         for css, y, field in (("mw-time", y_time, "median_s"), ("mw-busbw", y_bw, "busbw")):
             xy = [(x(p.bytes), y(getattr(p, field))) for p in points]
-            parts.append(plot.line(xy, css, color, dash=dash, attrs=f" {data}", dot=False))
+            parts.append(_plot.line(xy, css, color, dash=dash, attrs=f" {data}", dot=False))
         for p in points:
             px = f"{x(p.bytes):.1f}"
             if p.min_s > 0 and p.max_s > 0:
@@ -150,7 +153,7 @@ def chart_svg(records: Sequence, counts: Sequence[int], all_counts: Sequence[int
                     f'x2="{px}" y2="{y_time(p.max_s):.1f}" stroke="{color}" '
                     'stroke-opacity="0.5"/>'
                 )
-            title = r.esc(_point_title(p, copy_bw))
+            title = esc(_point_title(p, copy_bw))
             for panel, y, value in (("time", y_time, p.median_s), ("busbw", y_bw, p.busbw)):
                 parts.append(
                     f'<circle class="mw-point" data-panel="{panel}" {data} '
@@ -158,17 +161,17 @@ def chart_svg(records: Sequence, counts: Sequence[int], all_counts: Sequence[int
                     f'fill="{color}"><title>{title}</title></circle>'
                 )
     # --- shared size axis
-    for e in plot.log_ticks(lo2, hi2):
-        parts.append(plot.x_tick(x(2**e), axis_y, format_size(2**e)))
+    for e in _plot.log_ticks(lo2, hi2):
+        parts.append(_plot.x_tick(x(2**e), axis_y, format_size(2**e)))
     parts.append(
-        plot.x_label(LEFT + plot_w, axis_y + 27, "message size per replica (float32), log2 axis")
+        _plot.x_label(LEFT + plot_w, axis_y + 27, "message size per replica (float32), log2 axis")
     )
     # --- legend
     for i, (algorithm, n, _) in enumerate(lines):
         y = axis_y + BOTTOM + LEGEND_ROW * i + 8
         dash = dashes[n] if several else ""
         parts.append(
-            plot.legend_entry(LEFT, y, colors[algorithm], f"{algorithm}, {n} replicas", dash=dash)
+            _plot.legend_entry(LEFT, y, colors[algorithm], f"{algorithm}, {n} replicas", dash=dash)
         )
     names = ", ".join(dict.fromkeys(algorithm for algorithm, _, _ in lines))
     title = (
@@ -176,7 +179,7 @@ def chart_svg(records: Sequence, counts: Sequence[int], all_counts: Sequence[int
         f"{'/'.join(map(str, counts))} replicas"
         + (f"; memory copy {format_rate(copy_bw)}" if copy_bw > 0 else "")
     )
-    return plot.svg("mw-all-reduce-chart", WIDTH, height, title, parts)
+    return _plot.svg("mw-all-reduce-chart", WIDTH, height, title, parts)
 
 
 def table_html(records: Sequence, copy_bw: float) -> str:
@@ -217,10 +220,10 @@ def skipped_html(skipped: dict[str, str]) -> str:
     if not skipped:
         return ""
     items = "".join(
-        f'<li data-skipped="{r.esc(name)}"><strong>{r.esc(name)}</strong>: {r.esc(why)}</li>'
+        f'<li data-skipped="{esc(name)}"><strong>{esc(name)}</strong>: {esc(why)}</li>'
         for name, why in skipped.items()
     )
     return (
-        f'<div class="mw-skipped" style="{r.FONT};color:{AMBER};max-width:{WIDTH}px">'
+        f'<div class="mw-skipped" style="{FONT};color:{AMBER};max-width:{WIDTH}px">'
         f"Skipped (could not run here):<ul style='margin:2px 0'>{items}</ul></div>"
     )

@@ -11,7 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mirrorwidgets import _plot as plot, _render as r
+from mirrorwidgets import _plot
+from mirrorwidgets._render import esc
 
 PANEL_W, PANEL_H = 230, 150  # defaults
 TOP, BOTTOM, GAP = 20, 40, 14
@@ -54,16 +55,16 @@ def curves_svg(
     examples = [n for panel in panels for run in panel.runs for n in run.examples]
     first, last = min(examples), max(examples)
     span = last - first
-    gap = GAP if shared_y else plot.LEFT
-    every_y = plot.linear_range(_finite(run for panel in panels for run in panel.runs))
-    width = plot.LEFT + len(panels) * panel_width + (len(panels) - 1) * gap + 10
-    per_row = max(1, int((width - plot.LEFT) // LEGEND_COLUMN))
+    gap = GAP if shared_y else _plot.LEFT
+    every_y = _plot.linear_range(_finite(run for panel in panels for run in panel.runs))
+    width = _plot.LEFT + len(panels) * panel_width + (len(panels) - 1) * gap + 10
+    per_row = max(1, int((width - _plot.LEFT) // LEGEND_COLUMN))
     axis_y = TOP + PANEL_H
     height = axis_y + BOTTOM + LEGEND_ROW * math.ceil(len(labels) / per_row) + 4
     parts = []
     for index, panel in enumerate(panels):
-        left = plot.LEFT + index * (panel_width + gap)
-        lo, hi = every_y if shared_y else plot.linear_range(_finite(panel.runs))
+        left = _plot.LEFT + index * (panel_width + gap)
+        lo, hi = every_y if shared_y else _plot.linear_range(_finite(panel.runs))
         pad = (hi - lo) * 0.08  # keep the lines off the frame
 
         def x(n: float, left: float = left) -> float:
@@ -72,31 +73,30 @@ def curves_svg(
         def y(value: float, lo: float = lo, hi: float = hi, pad: float = pad) -> float:
             return TOP + (hi + pad - value) / (hi - lo + 2 * pad) * PANEL_H
 
-        parts.append(plot.frame(TOP, PANEL_H, panel_width, panel.heading, left=left))
+        parts.append(_plot.frame(TOP, PANEL_H, panel_width, panel.heading, left=left))
         labelled = index == 0 or not shared_y
-        for value in plot.ticks(lo, hi, plot.nice_step(hi - lo)):
-            name = plot.number(value) if labelled else ""
-            parts.append(plot.grid_line(y(value), panel_width, name, left=left))
+        for value in _plot.ticks(lo, hi, _plot.nice_step(hi - lo)):
+            name = _plot.number(value) if labelled else ""
+            parts.append(_plot.grid_line(y(value), panel_width, name, left=left))
         for run in panel.runs:
-            color, dash = plot.series_look(labels.index(run.label))
+            color, dash = _plot.series_look(labels.index(run.label))
             xy = [
                 (x(n), y(v)) if math.isfinite(v) else None
                 for n, v in zip(run.examples, run.losses, strict=True)
             ]
-            tip = (
-                f"{run.label}: loss {plot.number(run.losses[-1])} after {run.examples[-1]} examples"
-            )
-            attrs = f' data-label="{r.esc(run.label)}" data-panel="{index}"'
-            parts.append(plot.line(xy, "mw-curve", color, dash=dash, attrs=attrs, title=tip))
-        step = max(1, int(plot.nice_step(span, 4)))
-        for tick in plot.ticks(first, last, step) or [first]:
-            parts.append(plot.x_tick(x(tick), axis_y, str(int(tick))))
-    parts.append(plot.x_label(width - 10, axis_y + 28, "examples seen"))
+            final_loss = _plot.number(run.losses[-1])
+            tip = f"{run.label}: loss {final_loss} after {run.examples[-1]} examples"
+            attrs = f' data-label="{esc(run.label)}" data-panel="{index}"'
+            parts.append(_plot.line(xy, "mw-curve", color, dash=dash, attrs=attrs, title=tip))
+        step = max(1, int(_plot.nice_step(span, 4)))
+        for tick in _plot.ticks(first, last, step) or [first]:
+            parts.append(_plot.x_tick(x(tick), axis_y, str(int(tick))))
+    parts.append(_plot.x_label(width - 10, axis_y + 28, "examples seen"))
     for i, label in enumerate(labels):
-        color, dash = plot.series_look(i)
-        legend_x = plot.LEFT + (i % per_row) * LEGEND_COLUMN
+        color, dash = _plot.series_look(i)
+        legend_x = _plot.LEFT + (i % per_row) * LEGEND_COLUMN
         legend_y = axis_y + BOTTOM + LEGEND_ROW * (i // per_row) + 8
-        parts.append(plot.legend_entry(legend_x, legend_y, color, label, dash=dash))
+        parts.append(_plot.legend_entry(legend_x, legend_y, color, label, dash=dash))
     headings = "; ".join(f"{p.heading}: {', '.join(run.label for run in p.runs)}" for p in panels)
     title = f"loss against examples seen, {first} to {last}. {headings}"
-    return plot.svg(css_class, width, height, title, parts)
+    return _plot.svg(css_class, width, height, title, parts)

@@ -1,17 +1,4 @@
-"""The all-reduce stepper drawn as HTML: one way of drawing a frame, for the widget and snapshot.
-
-A *frame* is one step of an ``AllReduceReplay``: the grid (one row per replica, one column
-per chunk, each cell the chunk's first numbers and whose values they sum so far), the
-step's transfers and the bytes on the busiest link; the last frame adds the replay's
-verdict. The live widget shows one frame at a time (:meth:`Drawing.view`); the static
-snapshot (:meth:`Drawing.snapshot`) holds every frame and switches between them with CSS
-alone: hidden radio inputs, one per step, and ``<label>`` buttons for them, so a built
-book steps through the all-reduce without a kernel and without JavaScript.
-
-Colours that carry meaning (a cell's tone) are inline, so a viewer that drops ``<style>``
-keeps them (it then shows every frame one after the other); the layout and the switching
-live in one ``<style>`` scoped to the stepper's id, unique per output.
-"""
+"""The all-reduce stepper drawn as HTML, one frame per step (design: docs/design/widgets.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +9,7 @@ from itertools import accumulate
 from mirrorkit.report import style
 from mirrorkit.report.units import format_size
 from mirrorkit.report.values import number, short_device
-from mirrorwidgets import _render as r
+from mirrorwidgets._render import FONT, esc
 
 RING = ("collective", "nccl")
 
@@ -116,10 +103,10 @@ class Drawing:
         return self._verdict
 
     def header_html(self, title: str = "") -> str:
-        heading = r.esc(title or self.headline())
+        heading = esc(title or self.headline())
         swatches = "".join(
             f'<span class="mws-key" style="background:{bg};border-color:{border}">'
-            f"{r.esc(label)}</span>"
+            f"{esc(label)}</span>"
             for tone, (bg, border, label) in TONES.items()
             if tone != "short" or self.left_out  # only an end that misses a replica is short
         )
@@ -188,8 +175,8 @@ class Drawing:
         end = " (the result)" if step == self.last else ""
         return (
             f'<div class="mws-what"><strong>step {step} of {self.last}{end}</strong> '
-            f'<span class="mws-phase" style="color:{style.PURPLE}">{r.esc(phase)}</span>: '
-            f"{r.esc(what)}</div>"
+            f'<span class="mws-phase" style="color:{style.PURPLE}">{esc(phase)}</span>: '
+            f"{esc(what)}</div>"
         )
 
     def _grid_html(self, step: int, count: int, moved) -> str:
@@ -246,7 +233,7 @@ class Drawing:
             left = ' data-left-out="yes"' if lost else ""
             rows.append(
                 f'<tr data-replica="{rep}"{left}><th>replica {rep}'
-                f'<div class="mws-sub">{r.esc(self.devices[rep])}</div>{mark}</th>'
+                f'<div class="mws-sub">{esc(self.devices[rep])}</div>{mark}</th>'
                 f"{''.join(cells)}</tr>"
             )
         caption = (
@@ -364,14 +351,14 @@ class Drawing:
     def view(self, step: int, count: int, uid: str) -> str:
         """One frame, as the live widget shows it (no radio inputs, no labels)."""
         return (
-            f'<div class="mw-stepper" id="{uid}" style="{r.FONT}">'
+            f'<div class="mw-stepper" id="{uid}" style="{FONT}">'
             f"{self.stylesheet(uid, frames=False)}{self.frame_html(step, count)}</div>"
         )
 
     def header_view(self, uid: str, title: str = "") -> str:
         """The heading and the legend, as the live widget shows them above its controls."""
         return (
-            f'<div class="mw-stepper" id="{uid}" style="{r.FONT}">'
+            f'<div class="mw-stepper" id="{uid}" style="{FONT}">'
             f"{self.stylesheet(uid, frames=False)}{self.header_html(title)}</div>"
         )
 
@@ -385,7 +372,7 @@ class Drawing:
         )
         frames = "".join(self.frame_html(k, count, nav=uid) for k in range(self.last + 1))
         return (
-            f'<div class="mw-stepper mw-snapshot" id="{uid}" style="{r.FONT}">'
+            f'<div class="mw-stepper mw-snapshot" id="{uid}" style="{FONT}">'
             f"{self.stylesheet(uid, frames=True)}{radios}{self.header_html(title)}"
             f'<div class="mws-frames">{frames}</div></div>'
         )

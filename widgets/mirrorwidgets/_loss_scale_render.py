@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from mirrorkit.report import style
-from mirrorwidgets import _plot as plot
+from mirrorwidgets import _plot
 from mirrorwidgets._records import ScaleRecord
 
 WIDTH = 520
@@ -29,16 +29,16 @@ def power_of_two(value: float) -> str:
 
 def chart_svg(records: tuple[ScaleRecord, ...], *, show_loss: bool, max_points: int) -> str:
     """The loss scale as a step line on a log2 axis, overflow steps in red, the loss below."""
-    points = plot.thin(records, max_points, keep=lambda p: p.overflow)
+    points = _plot.thin(records, max_points, keep=lambda p: p.overflow)
     losses = [p for p in points if p.loss is not None]
     draw_loss = show_loss and bool(losses)
-    plot_w = WIDTH - plot.LEFT - RIGHT
+    plot_w = WIDTH - _plot.LEFT - RIGHT
     height = TOP + SCALE_HEIGHT + (GAP + LOSS_HEIGHT if draw_loss else 0) + BOTTOM
     first, last = records[0].step, records[-1].step
     span = last - first
 
     def x(step: int) -> float:
-        return plot.LEFT + (0.5 if span == 0 else (step - first) / span) * plot_w
+        return _plot.LEFT + (0.5 if span == 0 else (step - first) / span) * plot_w
 
     # --- loss scale panel, log2 y axis
     exponents = [math.log2(p.loss_scale) for p in points]
@@ -50,10 +50,10 @@ def chart_svg(records: tuple[ScaleRecord, ...], *, show_loss: bool, max_points: 
     def y_scale(value: float) -> float:
         return TOP + (top_e - math.log2(value)) / (top_e - bottom_e) * SCALE_HEIGHT
 
-    parts = [plot.frame(TOP, SCALE_HEIGHT, plot_w, "loss scale (log2 axis)")]
-    for exponent in plot.log_ticks(lo, hi):
+    parts = [_plot.frame(TOP, SCALE_HEIGHT, plot_w, "loss scale (log2 axis)")]
+    for exponent in _plot.log_ticks(lo, hi):
         y = y_scale(2.0**exponent)
-        parts.append(plot.grid_line(y, plot_w, power_of_two(2.0**exponent)))
+        parts.append(_plot.grid_line(y, plot_w, power_of_two(2.0**exponent)))
     bottom = TOP + SCALE_HEIGHT + (GAP + LOSS_HEIGHT if draw_loss else 0)
     for p in points:  # a faint red band across both panels at each overflow
         if p.overflow:
@@ -77,13 +77,13 @@ def chart_svg(records: tuple[ScaleRecord, ...], *, show_loss: bool, max_points: 
                 f'<circle class="mw-overflow" data-step="{p.step}" cx="{x(p.step):.1f}" '
                 f'cy="{y_scale(p.loss_scale):.1f}" r="4" fill="{style.BAD}">'
                 f"<title>step {p.step}: overflow, update skipped; loss scale "
-                f"{plot.number(p.loss_scale)}</title></circle>"
+                f"{_plot.number(p.loss_scale)}</title></circle>"
             )
         elif dots:
             parts.append(
                 f'<circle class="mw-point" data-step="{p.step}" cx="{x(p.step):.1f}" '
                 f'cy="{y_scale(p.loss_scale):.1f}" r="2" fill="{style.BLUE}">'
-                f"<title>step {p.step}: loss scale {plot.number(p.loss_scale)}</title></circle>"
+                f"<title>step {p.step}: loss scale {_plot.number(p.loss_scale)}</title></circle>"
             )
 
     # --- loss panel, linear y axis
@@ -92,13 +92,13 @@ def chart_svg(records: tuple[ScaleRecord, ...], *, show_loss: bool, max_points: 
 
     # --- shared step axis
     axis_y = bottom
-    parts.append(plot.step_axis(x, first, last, axis_y))
+    parts.append(_plot.step_axis(x, first, last, axis_y))
     overflows = sum(p.overflow for p in records)
     title = (
-        f"loss scale over {len(records)} steps, from {plot.number(records[0].loss_scale)} to "
-        f"{plot.number(records[-1].loss_scale)}; {overflows} overflow step(s) marked red"
+        f"loss scale over {len(records)} steps, from {_plot.number(records[0].loss_scale)} to "
+        f"{_plot.number(records[-1].loss_scale)}; {overflows} overflow step(s) marked red"
     )
-    return plot.svg("mw-loss-scale", WIDTH, height, title, parts)
+    return _plot.svg("mw-loss-scale", WIDTH, height, title, parts)
 
 
 def _loss_panel(losses: list[ScaleRecord], x, top: float, plot_w: float) -> str:
@@ -106,15 +106,15 @@ def _loss_panel(losses: list[ScaleRecord], x, top: float, plot_w: float) -> str:
     # The loss of an overflowing step (inf, or huge when an overflow is forced) would
     # flatten every other step: the axis fits the other steps, such losses get a red mark.
     basis = [p.loss for p in finite if not p.overflow] or [p.loss for p in finite]
-    parts = [plot.frame(top, LOSS_HEIGHT, plot_w, "loss")]
-    lo, hi = plot.linear_range(basis)
+    parts = [_plot.frame(top, LOSS_HEIGHT, plot_w, "loss")]
+    lo, hi = _plot.linear_range(basis)
     pad = (hi - lo) * 0.08  # keep the line off the frame
 
     def y(value: float) -> float:
         return top + (hi + pad - value) / (hi - lo + 2 * pad) * LOSS_HEIGHT
 
     for value in (lo, (lo + hi) / 2, hi):
-        parts.append(plot.grid_line(y(value), plot_w, plot.number(value)))
+        parts.append(_plot.grid_line(y(value), plot_w, _plot.number(value)))
     points = []
     for p in losses:
         if math.isfinite(p.loss) and lo <= p.loss <= hi:
@@ -123,8 +123,8 @@ def _loss_panel(losses: list[ScaleRecord], x, top: float, plot_w: float) -> str:
             points.append(None)
             parts.append(
                 f'<text class="mw-loss-off" data-step="{p.step}" x="{x(p.step):.1f}" '
-                f'y="{top + 10}" text-anchor="middle" fill="{style.BAD}">{plot.number(p.loss)}'
-                f"<title>step {p.step}: loss {plot.number(p.loss)}</title></text>"
+                f'y="{top + 10}" text-anchor="middle" fill="{style.BAD}">{_plot.number(p.loss)}'
+                f"<title>step {p.step}: loss {_plot.number(p.loss)}</title></text>"
             )
-    parts.append(plot.line(points, "mw-loss", style.PURPLE, width=1.2))
+    parts.append(_plot.line(points, "mw-loss", style.PURPLE, width=1.2))
     return "".join(parts)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from mirrorkit.report import style
 from mirrorkit.report.render import Html, html_table
-from mirrorwidgets import _lines_chart as lc, _plot as plot, _render as r
+from mirrorwidgets import _plot
+from mirrorwidgets._lines_chart import Series, lines_svg
+from mirrorwidgets._render import FONT, esc, graphviz_svg
 from mirrorwidgets._routes import device_label, route
 
 # Border / badge colour of each state (mirrorkit.WORKER_STATES), and the box's light fill.
@@ -112,13 +114,13 @@ def graph(status):
 
 def svg(dot) -> str:
     """``dot`` drawn as SVG markup (from ``<svg``: no XML prolog, no version comment)."""
-    text = r.graphviz_svg(dot, "cluster")
+    text = graphviz_svg(dot, "cluster")
     return text[text.find("<svg") :]
 
 
 def header_html(status, title: str) -> str:
     n = status.num_workers
-    bits = [f"<strong>{r.esc(title)}</strong>", f"{n} worker{'' if n == 1 else 's'}"]
+    bits = [f"<strong>{esc(title)}</strong>", f"{n} worker{'' if n == 1 else 's'}"]
     counts: dict[str, int] = {}
     for worker in status.workers:
         counts[worker.state] = counts.get(worker.state, 0) + 1
@@ -128,14 +130,14 @@ def header_html(status, title: str) -> str:
                 f'<span class="mw-count" data-state="{state}" style="color:{color}">'
                 f"{counts[state]} {state}</span>"
             )
-    return f'<div class="mw-title" style="{r.FONT}">{" &middot; ".join(bits)}</div>'
+    return f'<div class="mw-title" style="{FONT}">{" &middot; ".join(bits)}</div>'
 
 
 def _clip(text: str) -> str:
     """Escaped text, cut to _CLIP characters (the whole text in a tooltip)."""
     if len(text) <= _CLIP:
-        return r.esc(text)
-    return f'<span title="{r.esc(text)}">{r.esc(text[: _CLIP - 1])}&hellip;</span>'
+        return esc(text)
+    return f'<span title="{esc(text)}">{esc(text[: _CLIP - 1])}&hellip;</span>'
 
 
 def table_html(status) -> str:
@@ -173,13 +175,13 @@ def loss_key(status, max_points: int) -> tuple:
     return (max_points, tuple(len(worker.losses) for worker in status.workers))
 
 
-def loss_series(status, max_points: int) -> list[lc.Series]:
+def loss_series(status, max_points: int) -> list[Series]:
     """One line per worker that reported a loss, thinned to about ``max_points`` points."""
     reporting = [worker for worker in status.workers if worker.losses]
     return [
-        lc.Series(
+        Series(
             worker_label(worker.worker),
-            plot.thin(worker.losses, max_points),
+            _plot.thin(worker.losses, max_points),
             look=worker.worker,  # a worker keeps its colour as others join
             # Workers in sync report the same loss: wider, paler lines for lower task
             # indices keep every worker's line visible where they overlap.
@@ -195,7 +197,7 @@ def loss_svg(status, max_points: int) -> str:
     series = loss_series(status, max_points)
     if not series:
         return ""
-    return lc.lines_svg(series, css_class="mw-cluster-loss", label="loss per worker")
+    return lines_svg(series, css_class="mw-cluster-loss", label="loss per worker")
 
 
 def loss_figure(status, max_points: int):
@@ -209,7 +211,7 @@ def loss_figure(status, max_points: int):
     axes = figure.add_subplot(xlabel="step", ylabel="loss per worker")
     for s in series:
         steps, losses = zip(*s.points, strict=True)
-        color, _ = plot.series_look(s.look)
+        color, _ = _plot.series_look(s.look)
         axes.plot(steps, losses, lw=s.width, alpha=s.opacity, color=color, label=s.label)
     axes.legend(fontsize=8, loc="upper right")
     return figure

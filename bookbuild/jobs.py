@@ -1,0 +1,194 @@
+"""The test jobs of ``dev.py test``: each one an environment and its stages.
+
+A job is a list of stages (:mod:`bookbuild.lanes`): its set-up, then lint, doctests, the
+parts of the test suite (:data:`bookbuild.checks.SUITE_PARTS`), nbval. Each stage runs one
+internal ``dev.py _...`` task (:mod:`bookbuild.tasks`) with the job's Python and writes its
+log and JUnit report to :data:`LOGS`. The hosted job is in :mod:`bookbuild.hosted`.
+
+Example:
+    >>> from bookbuild.environments import book_env
+    >>> job = reference_job(book_env(), quick=True)
+    >>> [stage.name for stage in job.stages]
+    ['set-up', 'lint', 'doctests', 'unit tests 1/2', 'unit tests 2/2']
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bookbuild import ROOT
+from bookbuild.checks import SUITE_PARTS
+from bookbuild.environments import LOCK, VENVS, Env, ensure_env, find_python
+from bookbuild.lanes import Stage
+from bookbuild.system import interpreter_version
+from bookbuild.timing import ALLOWANCES
+
+LOGS = ROOT / "test-artifacts" / "test-logs"
+TMP = Path(tempfile.gettempdir()) / f"mirrorbook-test-{os.getpid()}"  # the stages' tmp_path
+UNIT_SHARDS = 2  # the unit tests are the longest part: two stages, balanced by durations.json
+# The chapters executed at other replica counts, the labs' grading and the browser tests (the
+# same JupyterLab, Chromium and built pages whatever the kernel's Python) need one job, not
+# three.
+OTHER_JOBS_SKIP = "replica_counts or grading or browser"
+OTHER_JOBS_PARTS = ("unit tests", "chapters")  # the parts of SUITE_PARTS left after the skip
+# Other jobs run each chapter's "Run All" once before its solutions (tests/book/test_rerun.py);
+# running it a second time in the same kernel tests re-running, which the reference job does.
+OTHER_JOBS_ENV = {"MIRRORBOOK_RUN_ALL": "1"}
+
+
+@dataclass
+class Job:
+    """One part of ``dev.py test``: its stages, and how they went.
+
+    Attributes:
+        name: ``reference``, ``python3.13``, ``hosted``.
+        what: One line saying what it tests, for the summary.
+        stages: Its stages; None if the job cannot run here.
+        env: Its environment.
+        detail: Why it did not run, if it did not.
+        versions: Its Python, TensorFlow and Keras versions, once read.
+    """
+
+    name: str
+    what: str
+    stages: list[Stage] | None = None  # None: the job cannot run here
+    env: Env | None = None
+    detail: str = ""
+    versions: str = "-"
+
+    @property
+    def result(self) -> str:
+        """``passed``, ``FAILED`` or ``NOT RUN``."""
+        if self.stages is None:
+            return "NOT RUN"
+        return "passed" if all(s.result == "passed" for s in self.stages) else "FAILED"
+
+    @property
+    def seconds(self) -> float:
+        """From its first stage's start to its last stage's end."""
+        ran = [s for s in self.stages or () if s.seconds]
+        return max(s.started + s.seconds for s in ran) - min(s.started for s in ran) if ran else 0
+
+    def read_versions(self) -> None:
+        """Ask its environment's Python for its Python, TensorFlow and Keras versions."""
+        if self.env and self.env.python.exists():
+            out = subprocess.run(
+                [self.env.python, ROOT / "dev.py", "_versions"], capture_output=True, text=True
+            )
+            self.versions = out.stdout.strip() or "-"
+
+
+def weight(job: str, kind: str) -> float:
+    """A stage's expected seconds (its allowance): the longest start first.
+
+    Args:
+        job: The job's name.
+        kind: The stage's kind; a job without an allowance for it gets the largest one.
+
+    Example:
+        >>> weight("reference", "lint"), weight("python3.12", "doctests")
+        (30, 60)
+    """
+    return ALLOWANCES.get((job, kind), max(v for (_, k), v in ALLOWANCES.items() if k == kind))
+
+
+def suite_stages(job: str, env: Env, parts, *, after: str, skip: str = "", **env_vars) -> list:
+    """A stage per part of the test suite (the unit tests in UNIT_SHARDS shards).
+
+    Args:
+        job: The job's name.
+        env: Its environment.
+        parts: Names of :data:`bookbuild.checks.SUITE_PARTS`.
+        after: The stage they wait for.
+        skip: A marker expression of tests to leave out.
+        **env_vars: Variables set for the tests.
+
+    Example:
+        >>> from bookbuild.environments import book_env
+        >>> [s.name for s in suite_stages("j", book_env(), ["chapters"], after="set-up")]
+        ['chapters']
+    """
+    stages = []
+    for part in parts:
+        count = UNIT_SHARDS if part == "unit tests" else 1
+        for index in range(1, count + 1):
+            name = part if count == 1 else f"{part} {index}/{count}"
+            stage = Stage(job, name, print, after=(after,), weight=weight(job, part) / count)
+            args = [part, "--shard", f"{index}/{count}", *(["--skip", skip] if skip else [])]
+            args += [f"--junitxml={LOGS / stage.stem}.xml", f"--basetemp={TMP / stage.stem}"]
+            stage.action = lambda args=args: env.dev("_suite", *args, env=env_vars)
+            stages.append(stage)
+    return stages
+
+
+def checked_stage(job: str, env: Env, name: str, task: str, *args: str, after: str, **env_vars):
+    """A stage running one dev.py task with a JUnit report (lint, doctests, nbval).
+
+    Example:
+        >>> from bookbuild.environments import book_env
+        >>> checked_stage("j", book_env(), "nbval", "_nbval", after="set-up").after
+        ('set-up',)
+    """
+    stage = Stage(job, name, print, after=(after,), weight=weight(job, name))
+    junit = [f"--junitxml={LOGS / stage.stem}.xml"] if name != "lint" else []
+    stage.action = lambda: env.dev(task, *args, *junit, env=env_vars)
+    return stage
+
+
+def reference_job(book: Env, *, quick: bool = False) -> Job:
+    """The book's environment: lint, doctests, the whole suite and nbval (or, quick, less).
+
+    Args:
+        book: The book's environment.
+        quick: Only lint, doctests and the unit tests.
+
+    Example:
+        >>> from bookbuild.environments import book_env
+        >>> reference_job(book_env()).stages[-1].name
+        'nbval'
+    """
+    parts = ("unit tests",) if quick else tuple(SUITE_PARTS)
+    stages = [
+        Stage(
+            "reference", "set-up", lambda: ensure_env(book), weight=weight("reference", "set-up")
+        ),
+        checked_stage("reference", book, "lint", "_lint", after="set-up"),
+        checked_stage("reference", book, "doctests", "_doctests", after="set-up"),
+        *suite_stages("reference", book, parts, after="set-up"),
+    ]
+    if not quick:
+        stages.append(checked_stage("reference", book, "nbval", "_nbval", after="set-up"))
+    reference = interpreter_version(book.interpreter)
+    what = f"Python {reference}, lock.txt: lint, doctests, tests, nbval strict"
+    what = what if not quick else "lint, doctests, unit tests"
+    return Job(name="reference", what=what, stages=stages, env=book)
+
+
+def python_job(version: str) -> Job:
+    """Another supported Python at the lock: doctests, the unit tests and the chapters.
+
+    Args:
+        version: ``"3.13"``; an interpreter is found or installed (:func:`find_python`).
+
+    Example:
+        >>> python_job("3.99").detail  # doctest: +SKIP
+        "Python 3.99: no interpreter: looked at python3.99 on PATH, ..."
+    """
+    name = f"python{version}"
+    what = f"Python {version}, lock.txt: doctests, tests (each chapter once)"
+    interpreter, how = find_python(version)
+    if interpreter is None:
+        return Job(name=name, what=what, detail=f"Python {version}: {how}")
+    env = Env(path=VENVS / name, interpreter=interpreter, lock=LOCK)
+    stages = [
+        Stage(name, "set-up", lambda: ensure_env(env), weight=weight(name, "set-up")),
+        checked_stage(name, env, "doctests", "_doctests", after="set-up"),
+        *suite_stages(
+            name, env, OTHER_JOBS_PARTS, after="set-up", skip=OTHER_JOBS_SKIP, **OTHER_JOBS_ENV
+        ),
+    ]
+    return Job(name=name, what=what, stages=stages, env=env)

@@ -1,0 +1,310 @@
+"""Why a distributed step's gradient differs from one device's: the known loss-scaling bugs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mirrorkit.checks.step_equivalence import (
+    AVERAGED_TWICE,
+    KERAS_DEFAULT_UNEVEN,
+    LOCAL_MEAN,
+    NEGATED,
+    OTHER,
+    REGULARIZATION_MISSING,
+    REGULARIZATION_TWICE,
+    REGULARIZATION_UNSCALED,
+    RIGHT,
+    SCALED_TWICE,
+    SUM_REDUCTION,
+)
+from mirrorkit.report.values import number
+
+_GOOD_STEPS = (
+    "per_example = loss_fn(y, model(x, training=True)); loss = "
+    "tf.nn.compute_average_loss(per_example, global_batch_size=GLOBAL_BATCH)"
+)
+_GOOD_REGULARIZATION = "loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))"
+
+
+def fit(gradient, data, reg):
+    """Fit ``gradient ~ c * data + d * reg``; return c, d and whether the fit explains it.
+
+    Example:
+        >>> import numpy as np
+        >>> fit(np.array([2.0, 4.0]), np.array([1.0, 2.0]), None)[::2]
+        (2.0, True)
+    """
+    columns, kinds = [], []
+    for kind, column in (("data", data), ("reg", reg)):
+        if column is not None and np.any(column):
+            columns.append(column)
+            kinds.append(kind)
+    scale = max(float(np.linalg.norm(gradient)), 1e-12)
+    if not columns:
+        return math.nan, math.nan, float(np.linalg.norm(gradient)) <= 1e-7
+    matrix = np.stack(columns, axis=1)
+    coefficients, *_ = np.linalg.lstsq(matrix, gradient, rcond=None)
+    residual = float(np.linalg.norm(gradient - matrix @ coefficients))
+    found = dict(zip(kinds, coefficients, strict=True))
+    explained = residual <= 1e-3 * scale + 1e-7
+    return float(found.get("data", math.nan)), float(found.get("reg", math.nan)), explained
+
+
+def _close(measured, predicted) -> bool:
+    return all(
+        math.isnan(m) or abs(m - p) <= 0.02 * abs(p) + 1e-3
+        for m, p in zip(measured, predicted, strict=True)
+    )
+
+
+def _data_patterns(local, n, b, good, sizes_text):
+    """(cause, example weights it predicts, message) for each known bug of the data loss."""
+    return [
+        (RIGHT, [1.0] * len(local), ""),
+        (
+            NEGATED,
+            [-1.0] * len(local),
+            "The gradient points the wrong way: the loss is negated. Minimise the loss itself.",
+        ),
+        (
+            KERAS_DEFAULT_UNEVEN,
+            [b / (n * s) for s in local],
+            f"Each replica divides its summed loss by its OWN batch size times "
+            f"{n} replicas: that is what a Keras loss with the default reduction "
+            f"'sum_over_batch_size' does under tf.distribute (and "
+            f"tf.nn.compute_average_loss without global_batch_size). It is right only "
+            f"when the replicas get equal batches; here they got {sizes_text}, so an "
+            f"example on a replica with fewer examples weighs more. Use {good}.",
+        ),
+        (
+            LOCAL_MEAN,
+            [b / s for s in local],
+            f"Each replica averages its loss over its local batch (a plain mean), and the "
+            f"all-reduce then SUMS the {n} replicas' gradients: about {n}x too big. Divide "
+            f"by the global batch instead: {good}.",
+        ),
+        (
+            SCALED_TWICE,
+            [b / (n * n * s) for s in local],
+            f"The loss is divided by the number of replicas twice: a Keras loss with the "
+            f"default reduction already divides by num_replicas_in_sync under "
+            f"tf.distribute, so do not divide it by {n} again (Keras 2-era advice).",
+        ),
+        (
+            SCALED_TWICE,
+            [1.0 / n] * len(local),
+            f"The loss is divided by the number of replicas twice: "
+            f"tf.nn.compute_average_loss(..., global_batch_size=GLOBAL) is already the "
+            f"replica's share; do not divide it by {n} again.",
+        ),
+        (
+            AVERAGED_TWICE,
+            [1.0 / s for s in local],
+            f"The loss is averaged twice: compute_loss averages over the replica's own "
+            f"batch (tf.reduce_mean, a plain mean) and then divides that mean by the "
+            f"global batch ({b}) again, so each example weighs 1/(its replica's batch) of "
+            f"what it should. Divide the per-example losses by the global batch once: "
+            f"{good}.",
+        ),
+        (
+            AVERAGED_TWICE,
+            [1.0 / (n * s) for s in local],
+            f"The loss is averaged twice: a Keras loss with its default reduction already "
+            f"averages over the replica's batch (and divides by the {n} replicas), and that "
+            f"mean is divided by the global batch ({b}) again. Give the Keras loss "
+            f"reduction='none' and divide once: {good}.",
+        ),
+        (
+            SUM_REDUCTION,
+            [float(b)] * len(local),
+            f"The per-example losses are summed and never divided by the global batch "
+            f"({b}): a loss with reduction='sum'. Divide by the global batch size: "
+            f"{good}.",
+        ),
+        (
+            SUM_REDUCTION,
+            [b / n] * len(local),
+            f"The per-example losses are summed (reduction='sum') and divided by the "
+            f"{n} replicas, not by the global batch ({b}): {b / n:g}x too big. Use "
+            f"{good}.",
+        ),
+    ]
+
+
+def _data_cause(weights, sizes, global_batch, good):
+    """Match the example weights of the non-empty replicas against the known bugs."""
+    filled = [i for i, size in enumerate(sizes) if size]
+    measured = [weights[i] for i in filled]
+    local = [sizes[i] for i in filled]
+    b = global_batch
+    sizes_text = ", ".join(str(s) for s in sizes)
+    for cause, predicted, message in _data_patterns(local, len(sizes), b, good, sizes_text):
+        if _close(measured, predicted):
+            return cause, message
+    values = ", ".join(number(w) for w in measured)
+    if measured and all(abs(w - measured[0]) <= 0.02 * abs(measured[0]) for w in measured):
+        return OTHER, (
+            f"Every example weighs {number(measured[0])}x what it should in the gradient: "
+            f"divide the sum of per-example losses by the global batch size, {b}."
+        )
+    return OTHER, (
+        f"Examples weigh {values}x what they should, replica by replica: divide the sum of "
+        f"per-example losses by the global batch size, {b}, on every replica."
+    )
+
+
+def _regularization_cause(weights, n):
+    measured = [w for w in weights if not math.isnan(w)]
+    patterns = [
+        (RIGHT, 1.0, ""),
+        (
+            REGULARIZATION_UNSCALED,
+            float(n),
+            f"The regularization is added on every replica unscaled, so the all-reduce "
+            f"counts it {n} times: use {_GOOD_REGULARIZATION}.",
+        ),
+        (
+            REGULARIZATION_MISSING,
+            0.0,
+            f"The regularization (model.losses) is missing from the loss: add "
+            f"{_GOOD_REGULARIZATION}.",
+        ),
+        (
+            REGULARIZATION_TWICE,
+            1.0 / n,
+            f"The regularization is divided by the replicas twice: "
+            f"tf.nn.scale_regularization_loss already divides by {n}.",
+        ),
+    ]
+    for cause, predicted, message in patterns:
+        if _close(measured, [predicted] * len(measured)):
+            return cause, message
+    return OTHER, (
+        "The regularization is counted "
+        + ", ".join(number(w / n) for w in measured)
+        + f" times per replica instead of 1/{n}: use {_GOOD_REGULARIZATION}."
+    )
+
+
+def _loss_name(loss) -> str:
+    """How a message names the loss: 'mae' for a name, else the function's or class's name."""
+    if isinstance(loss, str):
+        return repr(loss)
+    return getattr(loss, "__name__", None) or type(loss).__name__
+
+
+def diagnose(*, equivalent, explained, example_weights, reg_weights, sizes, ratio, loss, **tol):
+    """``(cause, message)`` for the measured step: the verdict and what to change.
+
+    ``tol`` holds ``global_batch``, ``rtol`` and ``atol``.
+
+    Example:
+        >>> diagnose(equivalent=False, explained=True, example_weights=[4.0, 4.0],
+        ...     reg_weights=None, sizes=(4, 4), ratio=4.0, loss="mse", global_batch=8,
+        ...     rtol=1e-4, atol=1e-6)[0]
+        'sum reduction'
+    """
+    b, rtol, atol = tol["global_batch"], tol["rtol"], tol["atol"]
+    if equivalent:
+        message = (
+            f"The distributed step applies the single-device gradient (rtol {number(rtol)}, "
+            f"atol {number(atol)})."
+        )
+        if len(sizes) == 1:
+            message += (
+                " With one replica that says nothing about the replicas: a loss that ignores "
+                "them (a plain mean, or a Keras loss divided by the replicas again) gives this "
+                "gradient too. Compare with 2 or more replicas (mk.simulate_replicas)."
+            )
+        return RIGHT, message
+    head = f"The distributed gradient is {number(ratio)}x the single-device one. "
+    if not explained:
+        return OTHER, head + (
+            "It is not a rescaling of the right gradient: check that compute_loss uses the "
+            f"loss meant here, {_loss_name(loss)}, on the predictions model(x, training=True)."
+        )
+    data_cause, data_message = _data_cause(example_weights, sizes, b, good_pattern(loss))
+    if data_cause != RIGHT:
+        message = head + data_message
+        if reg_weights is not None:
+            reg_cause, reg_message = _regularization_cause(reg_weights, len(sizes))
+            if reg_cause != RIGHT:
+                message += " Also: " + reg_message
+        return data_cause, message
+    if reg_weights is not None:
+        reg_cause, reg_message = _regularization_cause(reg_weights, len(sizes))
+        if reg_cause != RIGHT:
+            return reg_cause, head + reg_message
+    return OTHER, head + "Compare the gradients weight by weight below."
+
+
+def notes(sizes, b, n, mean_of_means, data_loss, cause, empty_loss) -> tuple[str, ...]:
+    """The sentences under the verdict: empty replicas, even splits, averaged metrics.
+
+    Example:
+        >>> notes((1, 0), 1, 2, 0.5, 0.5, "right", False)[0]
+        'Replica 1 received no example: its loss must be 0 and still take part in the all-reduce.'
+    """
+    found = []
+    empty = [str(i) for i, s in enumerate(sizes) if s == 0]
+    if empty:
+        several = len(empty) > 1
+        found.append(
+            f"Replica{'s' if several else ''} {', '.join(empty)} received no example: "
+            f"{'their' if several else 'its'} loss must be 0 and still take part in the "
+            "all-reduce."
+        )
+    if empty_loss:
+        found.append(
+            "On a replica with no example compute_loss returned an empty tensor of shape "
+            "(0,), not a scalar 0: a Keras loss skips its reduction on an empty batch. Its "
+            "gradient is 0, but reducing the replicas' losses may fail; "
+            "tf.nn.compute_average_loss returns 0 there."
+        )
+    if n > 1 and len(set(sizes)) == 1 and cause == RIGHT:
+        found.append(
+            f"Every replica got {sizes[0]} examples. A last batch that does not divide by "
+            f"{n} splits unevenly: run the check on such a batch too."
+        )
+    if not math.isclose(mean_of_means, data_loss, rel_tol=1e-5, abs_tol=1e-7):
+        found.append(
+            f"A metric that averages the replicas' mean losses reports {number(mean_of_means)}, "
+            f"but the mean over the global batch is {number(data_loss)}: with unequal "
+            "replica batches, sum the losses and the example counts over the replicas, "
+            "then divide."
+        )
+    return tuple(found)
+
+
+def good_pattern(loss) -> str:
+    """The right ``compute_loss``, written with the loss the learner passed as ``loss``.
+
+    Example:
+        >>> import keras
+        >>> good_pattern("mse").split(";")[0]
+        "loss_fn = keras.losses.MeanSquaredError(reduction='none')"
+        >>> loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        >>> good_pattern(loss).split(";")[0]
+        "loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction='none')"
+    """
+    import keras
+
+    if isinstance(loss, str):
+        try:
+            loss = keras.losses.get(loss)
+        except ValueError:
+            loss = None
+    name = getattr(loss, "__name__", "")
+    camel = "".join(part.title() for part in name.split("_"))
+    if isinstance(loss, keras.losses.Loss):
+        logits = "from_logits=True, " if loss.get_config().get("from_logits") else ""
+        make = f"keras.losses.{type(loss).__name__}({logits}reduction='none')"
+    elif name and isinstance(getattr(keras.losses, camel, None), type):
+        make = f"keras.losses.{camel}(reduction='none')"
+    elif name and name != "<lambda>":
+        make = name  # the learner's own per-example function
+    else:
+        make = "your per-example loss function"
+    return f"loss_fn = {make}; {_GOOD_STEPS}"

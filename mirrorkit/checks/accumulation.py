@@ -1,0 +1,269 @@
+"""Check a learner's gradient accumulation: K micro-batches, then one update, under a strategy.
+
+Example:
+    >>> import mirrorkit as mk
+    >>> mk.check_accumulation(..., ..., mk.make_strategy(), None, None, micro_steps=2)
+    NOT YET: not attempted yet: replace the ... with your answer and run the cell.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from mirrorkit._validate import refuse, require_strategy, require_whole
+from mirrorkit.checks._learner_runs import (
+    LEARNING_RATE,
+    LearnerError,
+    flat_weights,
+    learner_data,
+    mean_loss_gradient,
+    reference_and_copy,
+    run_learner,
+    same_gradient,
+)
+from mirrorkit.checks._steps import gradient_ratio
+from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
+from mirrorkit.report.values import number
+
+
+def check_accumulation(
+    accumulate: Callable,
+    apply: Callable,
+    strategy,
+    model_fn: Callable,
+    data,
+    *,
+    micro_steps: int,
+    loss="mse",
+) -> CheckResult:
+    """Check a custom loop's gradient accumulation against the big-batch step.
+
+    The check builds ``model_fn()`` in ``strategy.scope()`` with plain SGD and one
+    accumulator per trainable weight: a ``tf.Variable`` of zeros with
+    ``synchronization=ON_READ`` and ``aggregation=SUM``, so that each replica adds to its
+    own copy. It splits ``data`` into ``2 * micro_steps`` global micro-batches and, inside
+    ``strategy.run`` in a ``tf.function``, calls ``accumulate(model, accumulators, x, y)``
+    on each; after every ``micro_steps`` of them it calls ``apply(model, optimizer,
+    accumulators)``. Each of the two updates must equal one SGD step on one device on the
+    mean loss of the ``micro_steps`` micro-batches together.
+
+    Args:
+        accumulate: The learner's ``accumulate(model, accumulators, x, y)`` for one
+            micro-batch on one replica (``...``: not attempted).
+        apply: ``apply(model, optimizer, accumulators)``: applies the accumulated
+            gradients and resets the accumulators, on one replica.
+        strategy: The strategy the loop runs under, with 2 or more replicas.
+        model_fn: A function returning a new, built Keras model (no ``BatchNormalization``,
+            no ``Dropout``).
+        data: ``(x, y)``: NumPy arrays holding two accumulated steps, ``2 * micro_steps``
+            micro-batches of equal size.
+        micro_steps: ``K``, the micro-batches per update, 2 or more.
+        loss: The per-example loss meant to be minimised, e.g. ``"mse"``.
+
+    Returns:
+        A :class:`~mirrorkit.CheckResult`; a mistake in ``accumulate`` or ``apply`` (not a
+        function, it fails inside ``strategy.run``, a wrong update) is a failed result whose
+        message names the likely mistake (the loss scaled by the micro-batch, divided by
+        ``K`` twice, the replicas counted twice, only the last micro-batch kept,
+        accumulators never reset).
+
+    Raises:
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``, ``micro_steps`` is
+            not a whole number, ``model_fn`` is a model or not a function, ``data`` is not
+            a pair ``(x, y)`` or ``loss`` is not a loss.
+        ValueError: If ``micro_steps`` is below 2, ``data`` does not split into
+            ``2 * micro_steps`` equal micro-batches (or x and y differ in length),
+            ``model_fn`` builds a model with ``BatchNormalization`` or ``Dropout``, or
+            ``loss`` is not a Keras loss name.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> from mirrorkit.checks.accumulation import check_accumulation
+        >>> check_accumulation(..., None, mk.make_strategy(), None, None, micro_steps=2)
+        NOT YET: not attempted yet: replace the ... with your answer and run the cell.
+    """
+    require_strategy(
+        strategy,
+        "check_accumulation(accumulate, apply, strategy, model_fn, data, micro_steps=K)",
+    )
+    if accumulate is Ellipsis or apply is Ellipsis:
+        return NOT_ATTEMPTED
+    for name, fn, signature in (
+        ("accumulate", accumulate, "accumulate(model, accumulators, x, y)"),
+        ("apply", apply, "apply(model, optimizer, accumulators)"),
+    ):
+        if not callable(fn):
+            return CheckResult(
+                False, f"{name} must be a function {signature}, got {type(fn).__name__}."
+            )
+    micro_steps = require_whole("micro_steps", micro_steps, write="micro_steps=4", minimum=2)
+    if (refusal := cannot_check_with_one_replica(strategy, "gradient accumulation")) is not None:
+        return refusal
+    try:
+        run = _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, loss)
+    except LearnerError as error:
+        return CheckResult(False, str(error))
+    return _accumulation_verdict(run, micro_steps, strategy.num_replicas_in_sync)
+
+
+@dataclass(frozen=True)
+class _Accumulated:
+    """Two accumulated updates, distributed and on one device, as flat float64 gradients."""
+
+    applied: tuple[np.ndarray, np.ndarray]  # what SGD applied at each update
+    reference: tuple[np.ndarray, np.ndarray]  # the big-batch gradient at the same weights
+    last_micro: tuple[np.ndarray, np.ndarray]  # the last micro-batch's mean-loss gradient
+
+
+def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, loss):
+    import tensorflow as tf
+
+    from mirrorkit._losses import per_example_loss
+
+    x, y = learner_data(data, "data")
+    if len(x) % (2 * micro_steps):
+        even = len(x) - len(x) % (2 * micro_steps) or 2 * micro_steps
+        refuse(
+            "data",
+            must=f"a multiple of 2 * micro_steps examples ({2 * micro_steps}), to split into "
+            f"2 x {micro_steps} micro-batches of equal size",
+            got=f"{len(x)} examples",
+            write=f"data=(x[:{even}], y[:{even}])",
+            error=ValueError,
+        )
+    micro = len(x) // (2 * micro_steps)
+    big = micro * micro_steps
+    loss_fn = per_example_loss(loss)
+    reference, model, optimizer = reference_and_copy(tf, strategy, model_fn, x, LEARNING_RATE)
+    with strategy.scope():
+        accumulators = [
+            tf.Variable(
+                tf.zeros(v.shape, v.dtype),
+                trainable=False,
+                synchronization=tf.VariableSynchronization.ON_READ,
+                aggregation=tf.VariableAggregation.SUM,
+            )
+            for v in model.trainable_variables
+        ]
+
+    def add(batch):
+        return strategy.run(lambda x_r, y_r: accumulate(model, accumulators, x_r, y_r), args=batch)
+
+    def update():
+        return strategy.run(lambda: apply(model, optimizer, accumulators))
+
+    add_step = tf.function(functools.partial(add))
+    update_step = tf.function(functools.partial(update))
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(micro)
+    batches = iter(strategy.experimental_distribute_dataset(dataset))
+    reference_sgd_rate = LEARNING_RATE
+    applied, expected, last = [], [], []
+    for step in range(2):
+        start = step * big
+        part = slice(start, start + big)
+        expected.append(mean_loss_gradient(tf, reference, loss_fn, x[part], y[part]))
+        tail = slice(start + big - micro, start + big)
+        last.append(mean_loss_gradient(tf, reference, loss_fn, x[tail], y[tail]))
+        before = flat_weights(model)
+        for _ in range(micro_steps):
+            run_learner(add_step, next(batches))
+        run_learner(update_step)
+        applied.append((before - flat_weights(model)) / reference_sgd_rate)
+        # The reference takes the right step, so that both start the next one alike.
+        reference.set_weights([np.asarray(v) for v in model.trainable_variables])
+    return _Accumulated(tuple(applied), tuple(expected), tuple(last))
+
+
+def _accumulation_mistakes(k: int, n: int) -> list[tuple[float, str]]:
+    """Factors a wrong update is off by (``k`` micro-batches, ``n`` replicas), with their cause."""
+    return [
+        (
+            0.0,
+            "the update applied nothing: the accumulators were zero when apply_gradients read "
+            "them. Add every micro-batch's gradients (assign_add), and reset them only after "
+            "applying.",
+        ),
+        (
+            float(k),
+            f"the update is {k}x the big-batch gradient: each micro-batch's loss was divided by "
+            f"the micro-batch's global batch, not by the whole accumulated step's ({k} "
+            "micro-batches). Divide by K times the global micro-batch.",
+        ),
+        (
+            1.0 / k,
+            f"the update is 1/{k} of the big-batch gradient: it is divided by the {k} "
+            "micro-batches twice (the loss already divides by the whole step's examples).",
+        ),
+        (
+            float(n),
+            f"the update is {n}x the big-batch gradient: the {n} replicas are summed twice, or "
+            "each replica divides by its own examples (a local mean). apply_gradients sums the "
+            "replicas once; divide each replica's loss by the global number of examples.",
+        ),
+        (
+            1.0 / n,
+            f"the update is 1/{n} of the big-batch gradient: divided by the {n} replicas twice. "
+            "A Keras loss with its default reduction already divides by num_replicas_in_sync "
+            "under a strategy.",
+        ),
+        (
+            float(k * n),
+            f"the update is {k * n}x the big-batch gradient: each replica averages over its own "
+            "micro-batch examples. Divide by the examples of the whole accumulated step, on "
+            "all replicas.",
+        ),
+    ]
+
+
+def _accumulation_verdict(run: _Accumulated, k: int, n: int) -> CheckResult:
+    first, second = run.applied
+    want_first, want_second = run.reference
+    if same_gradient(first, want_first):
+        if same_gradient(second, want_second):
+            return CheckResult(
+                True,
+                f"both accumulated updates equal one step on the {k} micro-batches together "
+                "(checked twice in a row, so the accumulators are reset).",
+            )
+        if same_gradient(second, want_second + first):
+            return CheckResult(
+                False,
+                "the first update is right, the second adds the first one's gradients again: "
+                "the accumulators are never reset. After apply_gradients, set each to zero, "
+                "e.g. accumulator.assign(tf.zeros_like(accumulator)).",
+            )
+        return CheckResult(
+            False,
+            f"the first update is right, the second is "
+            f"{number(gradient_ratio(second, want_second))}x "
+            "what it should be: reset the accumulators to zero after applying them, and only "
+            "then.",
+        )
+    ratio = gradient_ratio(first, want_first)
+    for factor, message in _accumulation_mistakes(k, n):
+        if same_gradient(first, factor * want_first):
+            return CheckResult(False, message)
+    for factor in (1.0 / k, 1.0):
+        if same_gradient(first, factor * run.last_micro[0]):
+            return CheckResult(
+                False,
+                "only the last micro-batch reached the update: each one replaced the "
+                "accumulators (assign) instead of adding to them (assign_add).",
+            )
+    if same_gradient(first, ratio * want_first):
+        return CheckResult(
+            False,
+            f"the update is {number(ratio)}x the big-batch gradient: each micro-batch's loss "
+            "must be its share of the whole step's mean loss, its summed per-example losses "
+            "divided by the examples of all K micro-batches on all replicas.",
+        )
+    return CheckResult(
+        False,
+        f"the update is {number(ratio)}x the big-batch gradient and not a rescaling of it: "
+        "add each micro-batch's gradients of its share of the whole step's mean loss, apply "
+        "them once, then reset.",
+    )

@@ -1,0 +1,74 @@
+"""Check a custom loop's per-replica loss: does it give the single-device gradient?
+
+Example:
+    >>> import mirrorkit as mk
+    >>> mk.check_loss_step(..., mk.make_strategy(), None, None)
+    NOT YET: not attempted yet: replace the ... with your answer and run the cell.
+"""
+
+from __future__ import annotations
+
+from mirrorkit._validate import require_strategy
+from mirrorkit.checks.equivalence import check_step_equivalence
+from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
+
+
+def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> CheckResult:
+    """Check that a custom loop's per-replica loss gives the single-device gradient.
+
+    Runs :func:`mirrorkit.check_step_equivalence` on each batch and turns its verdict into
+    a :class:`CheckResult`; on a difference, the message names the likely cause. Give
+    several batches of different sizes when the loss must be right for any batch: a loss
+    that divides by a fixed number passes one size only. With one replica, a loss that
+    ignores the replicas is right by accident, so there the check refuses.
+
+    Args:
+        compute_loss: The learner's ``compute_loss(model, x, y)`` (``...``: not attempted).
+        strategy: The strategy the loop runs under.
+        model_fn: A function returning a new, built Keras model.
+        batch: One global batch ``(x, y)`` of NumPy arrays, or a list of such batches.
+        loss: The per-example loss meant to be minimised, e.g. ``"mse"``.
+
+    Returns:
+        A :class:`CheckResult`; a mistake in ``compute_loss`` (it fails, returns no scalar
+        loss, or a loss whose gradient differs from one device's) is a failed result whose
+        message says what to change. An empty list of batches is a failed result too.
+
+    Raises:
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``, ``model_fn`` is a
+            model or not a function, ``batch`` is not ``(x, y)``, ``x`` or ``y`` holds text,
+            or ``loss`` is not a loss, as :func:`mirrorkit.check_step_equivalence` raises.
+        ValueError: If x and y differ in length, a batch is empty, ``model_fn`` builds a
+            model with ``BatchNormalization`` or ``Dropout``, or ``loss`` is not a Keras
+            loss name.
+        RuntimeError: If called inside ``strategy.scope()`` (with 2 or more replicas).
+
+    Example:
+        >>> import numpy as np, keras, tensorflow as tf
+        >>> import mirrorkit as mk
+        >>> def model_fn():
+        ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> def compute_loss(model, x, y):
+        ...     per_example = keras.losses.mean_squared_error(y, model(x, training=True))
+        ...     return tf.nn.compute_average_loss(per_example, global_batch_size=4)
+        >>> batch = (np.ones((4, 2), "float32"), np.zeros((4, 1), "float32"))
+        >>> mk.check_loss_step(compute_loss, mk.make_strategy(), model_fn, batch).message[:40]
+        'cannot check a loss with one replica: wi'
+    """
+    require_strategy(strategy, "mk.check_loss_step(compute_loss, strategy, model_fn, batch)")
+    if compute_loss is Ellipsis:
+        return NOT_ATTEMPTED
+    if (refusal := cannot_check_with_one_replica(strategy, "a loss")) is not None:
+        return refusal
+    batches = batch if isinstance(batch, list) else [batch]
+    if not batches:
+        return CheckResult(False, "batch is an empty list: give one (x, y) batch or several.")
+    for each in batches:
+        report = check_step_equivalence(compute_loss, strategy, model_fn, each, loss=loss)
+        if not report.equivalent:
+            size = f"with a global batch of {len(each[0])} examples: " if len(batches) > 1 else ""
+            return CheckResult(False, size + report.message)
+    if len(batches) == 1:
+        return CheckResult(True, report.message)
+    sizes = " and ".join(str(len(each[0])) for each in batches)
+    return CheckResult(True, f"{report.message} (checked with global batches of {sizes}).")

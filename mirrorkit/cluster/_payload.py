@@ -1,0 +1,142 @@
+"""What a run sends to its workers: the function and its arguments, checked and pickled."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mirrorkit._validate import refuse
+
+
+def function_payload(function: Any, args: Any, kwargs: Any) -> dict:
+    """The payload of ``run(function, args, kwargs)``, or a TypeError before any process starts.
+
+    Refused: ``args`` that is not a sequence, ``kwargs`` that is not a dict of names, and a
+    ``function`` that cannot be called as ``function(context, *args, **kwargs)`` (a Keras
+    model, a script's name, what a function returned, a function without the context).
+
+    Example:
+        >>> from mirrorkit.cluster._payload import function_payload
+        >>> function_payload(len, [], None)["args"]
+        ()
+        >>> function_payload(len, "data.csv", None)
+        Traceback (most recent call last):
+        ...
+        TypeError: args must be a tuple of the function's extra arguments, got the text 'data.csv': write args=('data.csv',) for one argument, or use kwargs={'name': value}.
+    """  # noqa: E501
+    if isinstance(args, str | bytes | dict) or not isinstance(args, Sequence):
+        must = "a tuple of the function's extra arguments"
+        write = f"args=({args!r},) for one argument, or use kwargs={{'name': value}}"
+        refuse("args", args, must=must, write=write)
+    if kwargs is not None and (
+        not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs)
+    ):
+        must = "a dict of argument names to values"
+        refuse("kwargs", kwargs, must=must, write="kwargs={'epochs': 3}")
+    args, kwargs = tuple(args), dict(kwargs or {})
+    _refuse_what_cannot_be_called(function, args, kwargs)
+    return {"kind": "function", "function": function, "args": args, "kwargs": kwargs}
+
+
+def _refuse_what_cannot_be_called(function: Any, args: tuple, kwargs: dict) -> None:
+    """Refuse, before any process starts, what cannot be called as ``function(context, ...)``."""
+    keras = sys.modules.get("keras")
+    if keras is not None and isinstance(function, keras.Model):
+        refuse(
+            "function",
+            must="a training function",
+            got=f"a Keras model ({type(function).__name__}): a model cannot travel to the workers",
+            write="def train(context): that builds the model under context.strategy.scope() "
+            "and fits it, then run(train)",
+        )
+    if not callable(function):
+        write = (
+            f"run(train) for a function; for a script file use run_script({function!r})"
+            if isinstance(function, str | os.PathLike)
+            else "run(train): pass the function itself, run(train), not what it returns, "
+            "run(train())"
+        )
+        refuse("function", function, must="a function taking the worker's context", write=write)
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin without a signature: let it run
+        return
+    try:
+        signature.bind(None, *args, **kwargs)
+        return
+    except TypeError as error:
+        why = str(error)
+    name = getattr(function, "__name__", type(function).__name__)
+    extra = ", ".join([*(repr(a) for a in args), *(f"{k}=..." for k in kwargs)])
+    call = f"{name}(context{', ' + extra if extra else ''})"
+    refuse(
+        "function",
+        must="callable with the worker's context: each worker calls it with its "
+        "mirrorkit.WorkerContext first, then args and kwargs",
+        got=f"{name}{signature}, which cannot be called as {call} ({why})",
+        write="lambda context: ..." if name == "<lambda>" else f"def {name}(context, ...)",
+    )
+
+
+def dump_payload(payload: dict, function: Callable | None = None) -> bytes:
+    """``payload`` pickled by value, or a TypeError naming the part that cannot travel.
+
+    ``function``'s own module is sent by value too when it is a notebook's or a test's.
+
+    Example:
+        >>> import pickle
+        >>> from mirrorkit.cluster._payload import dump_payload
+        >>> pickle.loads(dump_payload({"kind": "script", "args": ["--epochs", "3"]}))["args"]
+        ['--epochs', '3']
+    """
+    import cloudpickle
+
+    module = _module_of(function) if function is not None else None
+    if module is not None:
+        cloudpickle.register_pickle_by_value(module)
+    try:
+        return cloudpickle.dumps(payload)
+    except Exception as error:  # noqa: BLE001 - pickling fails in many ways; name the part
+        raise TypeError(_unpicklable(payload, error)) from None
+    finally:
+        if module is not None:
+            cloudpickle.unregister_pickle_by_value(module)
+
+
+def _module_of(function: Callable) -> Any:
+    """The module to send by value with ``function`` (a notebook's or a test's), if any."""
+    name = getattr(function, "__module__", None)
+    module = sys.modules.get(name or "")
+    if module is None or name == "__main__" or name.split(".")[0] == "mirrorkit":
+        return None
+    file = getattr(module, "__file__", None) or ""
+    if "site-packages" in file or not file:
+        return None
+    return module
+
+
+def _unpicklable(payload: dict, error: Exception) -> str:
+    """Which part of a run's payload cannot travel to the workers, and what to do instead."""
+    import cloudpickle
+
+    parts = [("the function", payload.get("function"))]
+    parts += [(f"args[{i}]", value) for i, value in enumerate(payload.get("args", ()))]
+    parts += [(f"kwargs[{k!r}]", value) for k, value in payload.get("kwargs", {}).items()]
+    culprit = "the function (or something it uses from its notebook)"
+    for name, value in parts:
+        try:
+            cloudpickle.dumps(value)
+        except Exception:  # noqa: BLE001
+            culprit = f"{name} ({type(value).__name__})"
+            break
+    return (
+        f"{culprit} cannot be sent to the worker processes ({type(error).__name__}: "
+        f"{str(error).splitlines()[0] if str(error) else 'not picklable'}). Each worker is its "
+        "own process and gets the function and its arguments by value; what is tied to this "
+        "process's TensorFlow runtime, such as a tf.distribute strategy or a tf.data dataset, "
+        "cannot travel. Pass plain values (numbers, lists, NumPy arrays, file paths) and build "
+        "the strategy's objects inside the function: ctx.strategy is the worker's strategy."
+    )

@@ -1,0 +1,441 @@
+"""Session: the owner loop of one local cluster run, fed by its supervisor's messages."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mirrorkit.cluster import _procs, _warm, protocol
+from mirrorkit.cluster.cluster_run import ClusterRun
+from mirrorkit.cluster.events import ClusterStatus, WorkerEvent
+from mirrorkit.cluster.worker import calling_on_event
+from mirrorkit.errors import (
+    ClusterError,
+    ClusterSecurityWarning,
+    ClusterStartError,
+    ClusterTimeoutError,
+    WorkerFailedError,
+)
+
+if TYPE_CHECKING:
+    from mirrorkit.cluster.launcher import LocalCluster
+
+_LAST_LINES = 8
+_live_supervisors: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_live_supervisors() -> None:  # the kernel is shutting down: take the workers along
+    for process in list(_live_supervisors):
+        if process.poll() is None:
+            process.kill()
+
+
+class Session:
+    """One launch: the supervisor process and everything heard from it.
+
+    ``worker_env`` is what every worker needs from this process (its import path, quiet
+    logs); the supervisor gets it too.
+    """
+
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        run_dir: Path,
+        on_event: Callable[[WorkerEvent], Any] | None,
+        timeout: float | None,
+        absent: list[int],
+        worker_env: dict[str, str],
+    ) -> None:
+        self.cluster = cluster
+        self.worker_env = worker_env
+        self.run_dir = run_dir
+        self.on_event = on_event
+        self.timeout = timeout
+        self.absent = absent
+        n = cluster.num_processes
+        self.record = ClusterRun(
+            num_workers=cluster.num_workers, num_ps=cluster.num_ps, status=ClusterStatus(n)
+        )
+        self.names = self.record.tasks
+        self.record.output = {i: [] for i in range(n)}
+        self.messages: queue.Queue = queue.Queue()
+        self.finished: set[int] = set()
+        self.ready: set[int] = set()
+        self.failures: list[tuple[int, str, bool]] = []  # (worker, why, killed by a signal)
+        self.stderr: list[str] = []
+        self.readers: list[threading.Thread] = []
+        self.closed = False
+
+    def emit(self, worker: int, kind: str, **fields: Any) -> None:
+        self._publish(WorkerEvent(worker, kind, time=round(self.elapsed(), 3), **fields))
+
+    def _publish(self, event: WorkerEvent) -> None:
+        self.record.events.append(event)
+        self.record.status.apply(event)
+        if self.on_event is not None:
+            with calling_on_event():
+                self.on_event(event)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def run(self) -> ClusterRun:
+        self.started = time.monotonic()
+        self.process, self.record.launch = self._start_supervisor()
+        self.readers = [
+            threading.Thread(target=self._read, args=(self.process.stdout, "out"), daemon=True),
+            threading.Thread(target=self._read, args=(self.process.stderr, "err"), daemon=True),
+        ]
+        for reader in self.readers:
+            reader.start()
+        try:
+            self._loop()
+        except BaseException:
+            self._shutdown()
+            raise
+        self._shutdown()
+        self.record.wall_seconds = round(self.elapsed(), 3)
+        self.record.results = [self._result(i) for i in range(self.cluster.num_processes)]
+        return self.record
+
+    def _start_supervisor(self) -> tuple[Any, str]:
+        """The run's supervisor: forked by the warm process if it can, else a new process."""
+        env = {**os.environ, **self.worker_env}
+        why = "asked for with warm=False"
+        if self.cluster.warm:
+            try:
+                return _warm.start_supervisor(
+                    str(self.run_dir), {**env, **self.cluster.env}, self.cluster.start_timeout
+                )
+            except _warm.WarmUnavailable as error:
+                why = str(error)
+            except TimeoutError as error:
+                raise ClusterStartError(
+                    f"the cluster could not start: {error}. Raise start_timeout if this "
+                    "machine is just slow, or start new processes with warm=False.",
+                    self.record,
+                ) from error
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mirrorkit.cluster._supervisor",
+                str(self.run_dir),
+                str(os.getpid()),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        _live_supervisors.add(process)
+        return process, f"new processes ({why})"
+
+    def _read(self, stream, channel: str) -> None:
+        for line in stream:
+            self.messages.put((channel, line))
+        self.messages.put((channel, None))
+
+    def _loop(self) -> None:
+        open_streams = 2
+        while open_streams:
+            try:
+                channel, line = self.messages.get(timeout=0.1)
+            except queue.Empty:
+                self._watch_deadlines()
+                continue
+            if line is None:
+                open_streams -= 1
+                continue
+            if channel == "err":
+                self.stderr.append(line.rstrip("\n"))
+                continue
+            if self._handle(protocol.decode(line)):
+                return
+            self._watch_deadlines()
+        raise ClusterError(
+            "the cluster's supervisor process ended unexpectedly"
+            + (": " + " | ".join(self.stderr[-_LAST_LINES:]) if self.stderr else "."),
+            self.record,
+        )
+
+    def _handle(self, message: protocol.SupervisorMessage) -> bool:
+        """Apply one supervisor message; True when the run is over."""
+        return bool(_HANDLERS[type(message)](self, message))
+
+    def _spawned(self, message: protocol.Spawned) -> None:
+        self.emit(message.worker, "starting", address=message.address, pid=message.pid)
+
+    def _output(self, message: protocol.Output) -> None:
+        self.record.output[message.worker].append(message.text)
+        if self.cluster.echo:
+            print(f"[{self.names[message.worker]}] {message.text}", flush=True)
+        self.emit(message.worker, "output", text=message.text)
+
+    def _listening(self, message: protocol.Listening) -> None:
+        self.record.listening = list(message.sockets)
+
+    def _exit(self, message: protocol.Exit) -> None:
+        if self._tolerated(message):
+            return
+        if self._note_exit(message.worker, message.returncode):
+            self._fail()
+
+    def _tolerated(self, message: protocol.Exit) -> bool:
+        """Record a parameter-server cluster's server that died after the cluster formed.
+
+        Its chief carries on (a ParameterServerStrategy's coordinator runs the steps on the
+        workers left) or fails by itself (a parameter server is gone): the chief decides.
+        The death may be heard after the chief finished: the supervisor reports exits in
+        its own time.
+        """
+        worker = message.worker
+        if not self.cluster.num_ps or worker == 0 or worker in self.finished:
+            return False
+        if worker not in self.ready and 0 not in self.ready:  # the cluster never formed
+            return False
+        how = _procs.describe_exit(message.returncode)
+        self.record.exits[worker] = how
+        self.emit(worker, "failed", text=how)
+        return True
+
+    def _fatal(self, message: protocol.Fatal) -> None:
+        raise ClusterError(f"the cluster could not be set up: {message.text}", self.record)
+
+    def _done(self, message: protocol.Done | protocol.Stopped) -> bool:
+        return True
+
+    def _network(self, message: protocol.Network) -> None:
+        record = self.record
+        record.network = message.mode
+        record.network_note = message.note
+        record.addresses = list(message.addresses)
+        record.interfaces = list(message.interfaces)
+        if record.network == "shared":
+            warnings.warn(
+                "the workers use the machine's network: TensorFlow's gRPC servers listen on "
+                "every interface, without authentication, so anyone who can reach this machine "
+                f"can reach them ({record.network_note}). Use network='private' on a machine "
+                "that allows network namespaces, or keep this machine off shared networks.",
+                ClusterSecurityWarning,
+                stacklevel=7,
+            )
+
+    def _worker_event(self, message: protocol.Event) -> None:
+        event = dataclasses.replace(message.event, time=round(self.elapsed(), 3))
+        if event.kind == "ready":
+            self.ready.add(event.worker)
+            if len(self.ready) == self.cluster.num_processes:
+                self.record.start_seconds = round(self.elapsed(), 3)
+        elif event.kind == "finished":
+            self.finished.add(event.worker)
+        elif event.kind == "failed":
+            self.failures.append((event.worker, event.text, False))
+        self._publish(event)
+
+    def _note_exit(self, worker: int, returncode: int) -> bool:
+        """Record a worker's exit; True if it ended before finishing (a failure)."""
+        how = _procs.describe_exit(returncode)
+        self.record.exits[worker] = how
+        if worker in self.finished:
+            return False
+        if not any(f[0] == worker for f in self.failures):
+            self.failures.append((worker, how, returncode < 0))
+            self.emit(worker, "failed", text=how)
+        return True
+
+    def _settle(self, seconds: float) -> None:
+        """Hear what else ended at the same moment before naming the cause of a failure.
+
+        A killed worker's peer often fails within milliseconds, and the supervisor may
+        report the peer's exit first.
+        """
+        deadline = time.monotonic() + seconds
+        for message in self._messages_until(lambda: deadline - time.monotonic()):
+            if isinstance(message, protocol.Exit):
+                if not self._tolerated(message):
+                    self._note_exit(message.worker, message.returncode)
+            elif not isinstance(message, protocol.Done | protocol.Fatal):
+                self._handle(message)
+
+    def _fail(self) -> None:
+        """A worker failed: stop the rest and raise, naming the first cause."""
+        self._settle(0.3)
+        worker, why, _ = next((f for f in self.failures if f[2]), self.failures[0])
+        self._shutdown()
+        exit_note = self.record.exits.get(worker, "")
+        detail = why if why == exit_note or not exit_note else f"{why} ({exit_note})"
+        last = self._last_lines(worker)
+        others = [
+            i for i in range(self.cluster.num_processes) if i != worker and i not in self.absent
+        ]
+        name = self.names[worker]
+        if worker not in self.ready:
+            raise ClusterStartError(
+                f"{name} failed before the cluster formed: {detail}.{last}",
+                self.record,
+            )
+        stopped = (
+            f"the other processes ({', '.join(self.names[i] for i in others)})"
+            if self.cluster.num_ps
+            else f"the other workers ({_names(others)})"
+        )
+        raise WorkerFailedError(
+            f"{name} failed: {detail}; {stopped} were "
+            f"stopped.{_heartbeat_hint(why, *self.record.output[worker])}{last}",
+            self.record,
+            worker=worker,
+        )
+
+    def _watch_deadlines(self) -> None:
+        elapsed = self.elapsed()
+        n = self.cluster.num_processes
+        if len(self.ready) < n and elapsed > self.cluster.start_timeout:
+            waiting = [i for i in range(n) if i not in self.ready]
+            self._shutdown()
+            parts = [self._not_joined(i) for i in waiting]
+            raise ClusterStartError(
+                f"the cluster did not form within {self.cluster.start_timeout:g} s: "
+                + "; ".join(parts)
+                + ". TensorFlow would wait up to an hour for a missing worker (its coordination "
+                "service's default); the launcher stopped every worker. Raise start_timeout if "
+                "your workers are just slow to start.",
+                self.record,
+            )
+        if self.timeout is not None and elapsed > self.timeout:
+            self._shutdown()
+            raise ClusterTimeoutError(
+                f"the run took longer than timeout={self.timeout:g} s; every worker was "
+                f"stopped. Steps reached: {self._steps()}.",
+                self.record,
+            )
+
+    def _not_joined(self, worker: int) -> str:
+        """Why ``worker`` had not joined when the start timeout ran out."""
+        address = self.record.addresses[worker] if self.record.addresses else "?"
+        name = self.names[worker]
+        if worker in self.absent:
+            return f"{name} ({address}) was never started (absent={self.absent})"
+        if self.record.output.get(worker):
+            return f"{name} ({address}) did not join.{self._last_lines(worker)}"
+        strategy = "ParameterServer" if self.cluster.num_ps else "MultiWorkerMirrored"
+        return (
+            f"{name} ({address}) started and printed nothing: it was waiting "
+            f"for the others in {strategy}Strategy()"
+        )
+
+    def _steps(self) -> str:
+        return ", ".join(
+            f"{self.names[w.worker]}: {w.step if w.step is not None else 'none'}"
+            for w in self.record.status.workers
+        )
+
+    def _last_lines(self, worker: int) -> str:
+        lines = [line for line in self.record.output.get(worker, []) if line.strip()]
+        if not lines:
+            return " It printed nothing."
+        tail = "\n".join(f"    {line}" for line in lines[-_LAST_LINES:])
+        return f" Its last output:\n{tail}"
+
+    def _shutdown(self) -> None:
+        """Stop every process of this run, within grace_seconds plus a little."""
+        if self.closed:
+            return
+        self.closed = True
+        process = self.process
+        if process.poll() is None:
+            try:
+                process.stdin.write(protocol.STOP + "\n")
+                process.stdin.flush()
+                process.stdin.close()
+            except (BrokenPipeError, ValueError, OSError):
+                pass
+            try:
+                process.wait(self.cluster.grace_seconds + 3.0)
+            except subprocess.TimeoutExpired:
+                process.kill()  # its workers die with it (parent-death signal)
+                process.wait()
+        self._drain_exits()
+        for reader in self.readers:  # they end at the pipes' end of file
+            reader.join(timeout=2.0)
+        for stream in (process.stdin, process.stdout, process.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+        for worker in self.record.status.workers:
+            if worker.state in ("starting", "ready", "training") and worker.worker not in (
+                self.absent
+            ):
+                self.emit(worker.worker, "stopped", text="stopped by the launcher")
+                self.record.exits.setdefault(worker.worker, "stopped by the launcher")
+
+    def _drain_exits(self) -> None:
+        """Record how the workers stopped during shutdown ended (their last messages)."""
+        for message in self._messages_until(lambda: 0.5):
+            if isinstance(message, protocol.Exit):
+                how = _procs.describe_exit(message.returncode)
+                self.record.exits.setdefault(message.worker, how)
+            elif isinstance(message, protocol.Stopped):
+                return
+
+    def _messages_until(self, wait: Callable[[], float]) -> Iterator[protocol.SupervisorMessage]:
+        """The supervisor's next messages, until none comes within ``wait()`` seconds."""
+        while (left := wait()) > 0:
+            try:
+                channel, line = self.messages.get(timeout=left)
+            except queue.Empty:
+                return
+            if line is not None and channel == "out":
+                yield protocol.decode(line)
+
+    def _result(self, worker: int) -> Any:
+        path = self.run_dir / protocol.result_file(worker)
+        if not path.exists():
+            return None
+        import cloudpickle
+
+        return cloudpickle.loads(path.read_bytes())
+
+
+# What the owner does with each supervisor message: the one dispatch table.
+_HANDLERS = {
+    protocol.Network: Session._network,
+    protocol.Spawned: Session._spawned,
+    protocol.Output: Session._output,
+    protocol.Event: Session._worker_event,
+    protocol.Listening: Session._listening,
+    protocol.Exit: Session._exit,
+    protocol.Fatal: Session._fatal,
+    protocol.Done: Session._done,
+    protocol.Stopped: Session._done,
+}
+
+
+def _heartbeat_hint(*texts: str) -> str:
+    """Name the worker TensorFlow's coordination service found silent, if it did."""
+    why = "\n".join(texts)
+    match = re.search(r"stopped sending heartbeats\)?:?\s*/job:\w+/replica:\d+/task:(\d+)", why)
+    if not match:
+        return ""
+    return (
+        f" TensorFlow reports that worker {match.group(1)} stopped sending heartbeats: it was "
+        "frozen, overloaded or cut off, and the others could not go on without it."
+    )
+
+
+def _names(workers: Sequence[int]) -> str:
+    return ", ".join(str(w) for w in workers) if workers else "none"

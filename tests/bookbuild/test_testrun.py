@@ -1,0 +1,63 @@
+"""bookbuild.testrun: the jobs of `dev.py test`, their stages and the summary."""
+
+from bookbuild import hosted, tasks, testrun
+from bookbuild.checks import SUITE_PARTS
+from bookbuild.environments import Env, book_env
+from bookbuild.jobs import Job
+from bookbuild.lanes import Stage, run_stages
+
+
+def test_every_task_the_jobs_start_exists(monkeypatch):
+    started = set()
+    monkeypatch.setattr(Env, "dev", lambda self, task, *args, **kw: started.add(task))
+    monkeypatch.setattr("bookbuild.jobs.ensure_env", lambda env, **kw: None)
+    monkeypatch.setattr(hosted, "ensure_env", lambda env, **kw: None)
+    monkeypatch.setattr(hosted, "clone_of_this_tree", lambda target: "git+file:///x@0")
+    monkeypatch.setattr(hosted, "check_hosted_setup", lambda folder: None)
+    monkeypatch.setattr(Env, "pip", lambda self, *args, **kw: None)
+    jobs = testrun.test_jobs(book_env())
+    for stage in [s for job in jobs for s in job.stages or ()]:
+        stage.action()
+    assert {"_lint", "_doctests", "_suite", "_nbval", "_execute"} <= started <= set(tasks.TASKS)
+    assert "_versions" in tasks.TASKS
+
+
+def test_every_job_runs_every_part_of_the_suite_it_can_and_quick_only_the_unit_tests():
+    jobs = {job.name: job for job in testrun.test_jobs(book_env())}
+    kinds = {name: {s.kind for s in job.stages or ()} for name, job in jobs.items()}
+    assert kinds["reference"] == {"set-up", "lint", "doctests", *SUITE_PARTS, "nbval"}
+    assert kinds["hosted"] == {"set-up", "hosted execution", "doctests", "unit tests", "chapters"}
+    for name in set(jobs) - {"reference", "hosted"}:
+        assert jobs[name].stages is None or kinds[name] == {
+            "set-up",
+            "doctests",
+            "unit tests",
+            "chapters",
+        }
+    (quick,) = testrun.test_jobs(book_env(), quick=True)
+    assert {s.kind for s in quick.stages} == {"set-up", "lint", "doctests", "unit tests"}
+    only = testrun.test_jobs(book_env(), {"hosted"})
+    assert [job.name for job in only if job.stages] == ["hosted"]
+
+
+def test_a_job_that_cannot_run_is_reported_by_name(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(testrun, "TIMES", tmp_path / "times.json")
+    monkeypatch.setattr("bookbuild.jobs.LOGS", tmp_path)
+    jobs = [
+        Job("reference", "lint", [Stage("reference", "lint", lambda: None)]),
+        Job("python3.13", "tests", None, detail="Python 3.13: no interpreter: looked at x"),
+    ]
+    run_stages(jobs[0].stages, lanes=1, logs=tmp_path, echo=False)
+    assert testrun.summarize(jobs, wall=1.0) == 0
+    out = capsys.readouterr().out
+    assert "python3.13: NOT RUN: Python 3.13: no interpreter" in out
+    assert "where the time went" in out and "the ten slowest tests" in out
+    assert (tmp_path / "times.json").is_file()
+
+    def boom():
+        raise SystemExit("[dev] boom")
+
+    failing = Job("hosted", "x", [Stage("hosted", "set-up", boom)])
+    run_stages(failing.stages, lanes=1, logs=tmp_path, echo=False)
+    assert testrun.summarize([failing], wall=1.0) == 1
+    assert "hosted/set-up: FAILED: [dev] boom" in capsys.readouterr().out
