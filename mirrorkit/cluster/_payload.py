@@ -25,7 +25,7 @@ def function_payload(function: Any, args: Any, kwargs: Any) -> dict:
         >>> function_payload(len, "data.csv", None)
         Traceback (most recent call last):
         ...
-        TypeError: args must be a tuple of the function's extra arguments, got the text 'data.csv': write args=('data.csv',) for one argument, or use kwargs={'name': value}.
+        TypeError: args must be a tuple of the function's extra arguments, got str 'data.csv': write args=('data.csv',) for one argument, or use kwargs={'name': value}.
     """  # noqa: E501
     if isinstance(args, str | bytes | dict) or not isinstance(args, Sequence):
         must = "a tuple of the function's extra arguments"
