@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -81,7 +82,13 @@ def refuse(
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A real number (NumPy's too, ``np.float32(0.1)``), but not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | _numpy_bool())
+
+
+def _numpy_bool() -> type:
+    numpy = sys.modules.get("numpy")
+    return numpy.bool_ if numpy is not None else bool
 
 
 def require_flag(name: str, value, *, effect: str) -> bool:
@@ -138,7 +145,7 @@ def require_number(
     minimum: float | None = None,
     maximum: float | None = None,
 ) -> float:
-    """``value`` as a finite float, above ``above`` / from ``minimum`` to ``maximum``.
+    """``value`` as a float (not NaN), above ``above`` / from ``minimum`` to ``maximum``.
 
     Example:
         >>> require_number("rate", -1, write="rate=0.1", above=0)
@@ -151,11 +158,12 @@ def require_number(
     bounds = [f"above {above:g}" if above is not None else ""]
     bounds += [f"at least {minimum:g}" if minimum is not None else ""]
     bounds += [f"at most {maximum:g}" if maximum is not None else ""]
-    wrong = not math.isfinite(value) or (above is not None and value <= above)
+    wrong = math.isnan(value) or (above is not None and value <= above)
     wrong |= (minimum is not None and value < minimum) or (maximum is not None and value > maximum)
     if wrong:
-        what = " and ".join(b for b in bounds if b) or "finite"
-        refuse(name, value, must=f"a number {what}", write=write, error=ValueError)
+        what = " and ".join(b for b in bounds if b)
+        must = f"a number {what}" if what else "a number, not NaN"
+        refuse(name, value, must=must, write=write, error=ValueError)
     return float(value)
 
 
@@ -469,4 +477,36 @@ def require_address(name: str, value, *, write: str) -> str:
     host, _, port = value.rpartition(":") if isinstance(value, str) else ("", "", "")
     if not host or not port.isdigit():
         refuse(name, value, must="a 'host:port' string", write=write)
+    return value
+
+
+def require_int(
+    name: str,
+    value,
+    *,
+    must: str,
+    write: str,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int:
+    """``value`` if it is an int (never a bool) from ``minimum`` to ``maximum``, or an error.
+
+    Unlike :func:`require_count`, the caller says in ``must`` what the int is, for a wrong
+    kind (a TypeError) and a wrong value (a ValueError) alike, e.g. ``"an int >= 1 (one
+    worker each)"`` or ``"an int from 1 to 16"``.
+
+    Example:
+        >>> require_int("port", 0, must="an int from 1 to 65535", write="port=12345", minimum=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: port must be an int from 1 to 65535, got 0: write port=12345.
+        >>> require_int("nodes", "2", must="an int >= 1 (one node each)", write="nodes=2")
+        Traceback (most recent call last):
+        ...
+        TypeError: nodes must be an int >= 1 (one node each), got str '2': write nodes=2.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        refuse(name, value, must=must, write=write)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        refuse(name, value, must=must, write=write, error=ValueError)
     return value

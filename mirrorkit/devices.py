@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mirrorkit import _gpus
-from mirrorkit._validate import refuse, require_flag, require_strategy
+from mirrorkit._validate import refuse, require_count, require_flag, require_strategy
 from mirrorkit.errors import ReplicaSetupError
 
 #: Smallest memory a logical GPU gets when a physical GPU is split into several replicas.
@@ -75,8 +75,7 @@ class ReplicaPlan:
 def _replica_count(n, call: str = "simulate_replicas") -> int:
     """``n`` if it is a replica count from 1 to ``MAX_REPLICAS``, or a refusal naming ``call``."""
     if isinstance(n, bool) or not isinstance(n, int):
-        got = f"{type(n).__name__} {n!r}"
-        refuse("n", must="an int number of replicas", got=got, write=f"e.g. {call}(4)")
+        refuse("n", n, must="an int number of replicas", write=f"e.g. {call}(4)")
     if n < 1:
         raise ValueError(
             f"n must be at least 1 replica, got {n}: ask for 1 or more, e.g. {call}(4)."
@@ -228,11 +227,7 @@ def plan_replicas(
     """
     _replica_count(n, "plan_replicas")
     write = f"a number of MiB, e.g. min_memory_mib={MIN_REPLICA_MEMORY_MIB}"
-    if isinstance(min_memory_mib, bool) or not isinstance(min_memory_mib, int):
-        refuse("min_memory_mib", must="an int", got=repr(min_memory_mib), write=write)
-    if min_memory_mib < 1:
-        got = str(min_memory_mib)
-        refuse("min_memory_mib", must="at least 1", got=got, write=write, error=ValueError)
+    require_count("min_memory_mib", min_memory_mib, write=write)
     require_flag("use_gpus", use_gpus, effect="to simulate the replicas on the CPU")
     gpus = _gpu_list(gpus)
     count = len(gpus)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mirrorkit._validate import refuse
+from mirrorkit._validate import refuse, require_number
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import short_device, summarize
 
@@ -171,13 +171,10 @@ def inspect(value, *, atol: float = 0.0) -> ReplicaTable:
     import keras
     import tensorflow as tf
 
-    if isinstance(atol, bool) or not isinstance(atol, int | float):
-        refuse(
-            "atol", must="a number", got=f"{type(atol).__name__} {atol!r}", write="e.g. atol=1e-6"
-        )
+    require_number("atol", atol, write="e.g. atol=1e-6")
     if not atol >= 0:
         write = "e.g. atol=1e-6, or 0.0 for exact"
-        refuse("atol", must=">= 0", got=str(atol), write=write, error=ValueError)
+        refuse("atol", atol, must=">= 0", write=write, error=ValueError)
     if isinstance(value, keras.Model):
         return _inspect_model(value, atol)
     if isinstance(value, list | tuple) and value and all(_plain_number(v) for v in value):

@@ -85,7 +85,7 @@ def make_strategy(all_reduce: str = "collective", devices=None):
     if all_reduce == "hierarchical_copy" and len(devices) % 2 and len(devices) > 1:
         refuse(
             "devices",
-            must="an even number of devices for hierarchical_copy",
+            must="an even number of names for hierarchical_copy",
             got=f"{len(devices)} devices, which would leave {devices[-1]}'s values out of every "
             "sum, without an error (TensorFlow's HierarchicalCopyAllReduce splits the devices "
             f"into two groups of {len(devices) // 2}, and the last one is in neither)",
@@ -145,12 +145,7 @@ def _refuse_all_reduce(all_reduce) -> NoReturn:
         write = f"make_strategy(all_reduce={_BY_CLASS[cls]!r}), which builds it for you"
         refuse("all_reduce", must="a name", got=f"a {cls} object", write=write)
     must = f"the name of an all-reduce (choose one of {known})"
-    refuse(
-        "all_reduce",
-        must=must,
-        got=f"{cls} {all_reduce!r}",
-        write="e.g. make_strategy('collective')",
-    )
+    refuse("all_reduce", all_reduce, must=must, write="e.g. make_strategy('collective')")
 
 
 _EXAMPLE = "devices=['/cpu:0', '/cpu:1'], or devices=mk.simulate_replicas(2)"
@@ -186,7 +181,7 @@ def _device_names(tf, devices) -> tuple[str, ...]:
                 got=f"{list(devices)!r}, but there is no device {name!r} in this process, "
                 f"which has {', '.join(here.values())}",
                 write="the names that mk.simulate_replicas(n) returns (call it before TensorFlow "
-                "starts: replicas need devices that exist)",
+                "starts, since replicas need devices that exist)",
                 error=ValueError,
             )
         if key in seen:
@@ -195,7 +190,7 @@ def _device_names(tf, devices) -> tuple[str, ...]:
                 must="a list of devices, one per replica",
                 got=f"{list(devices)!r}, which names {here[key]} twice "
                 f"({seen[key]!r} and {name!r})",
-                write="each device once: each replica needs a device of its own",
+                write="each device once, since each replica needs a device of its own",
                 error=ValueError,
             )
         seen[key] = name

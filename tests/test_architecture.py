@@ -309,6 +309,8 @@ def test_argument_checks_have_one_home():
 def test_module_docstrings_are_a_summary_and_an_example(path):
     docstring = ast.get_docstring(ast.parse(path.read_text()), clean=False) or ""
     assert len(docstring.splitlines()) <= MAX_DOCSTRING, "design notes belong in docs/"
+    if not path.name.startswith("_") and path != ROOT / "dev.py":
+        assert ">>>" in docstring, "a public module's docstring shows an example"
 
 
 def test_no_project_module_has_a_one_letter_alias():

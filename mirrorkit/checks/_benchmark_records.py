@@ -15,8 +15,7 @@ import math
 import numbers
 from collections.abc import Mapping
 
-from mirrorkit._validate import refuse
-from mirrorkit.report.units import parse_size
+from mirrorkit._validate import refuse, require_int, require_size
 
 # Two derivations from the same records (a ratio of times, or the same ratio through algbw)
 # agree to rounding; different recorded numbers differ by far more.
@@ -25,31 +24,19 @@ _FIELDS = ("algorithm", "replicas", "bytes", "median_s", "min_s", "max_s", "iqr_
 _MAKE = "make it with mk.benchmark_all_reduce(...)"
 
 
-def typed(value) -> str:
-    """How a refusal shows a wrong value: its type, then its repr (``str '4'``)."""
-    return f"{type(value).__name__} {value!r}"
-
-
 def message_size(name: str, value, call: str) -> int:
     """``value`` as a positive number of bytes; anything else is refused, naming ``name``."""
     write = f"e.g. {name}='8MiB' in mk.{call}(...)"
     try:
-        nbytes = parse_size(value)
+        return require_size(name, value, write=write)
     except TypeError:
         refuse(name, value, must="a size, bytes or text such as '8MiB'", write=write)
-    except ValueError as error:
-        refuse(name, value, must=f"a size ({error})", write=write, error=ValueError)
-    if nbytes <= 0:
-        refuse(name, value, must="a positive size", got=repr(value), write=write, error=ValueError)
-    return nbytes
 
 
 def replica_count(value, call: str) -> int:
     """``value`` as a replica count of at least 2; anything else is refused."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        write = f"the replica count the benchmark measured, e.g. mk.{call}(..., replicas=REPLICAS)"
-        refuse("replicas", value, must="an int", got=typed(value), write=write)
-    if value < 2:
+    write = f"the replica count the benchmark measured, e.g. mk.{call}(..., replicas=REPLICAS)"
+    if require_int("replicas", value, must="an int", write=write) < 2:
         raise ValueError(
             f"replicas must be at least 2, got {value}: an all-reduce over one replica has "
             "nobody to reduce with, so there is no all-reduce to measure. Simulate more with "

@@ -46,16 +46,12 @@ def check_layers(model) -> None:
             found.append(f"{what} draws random numbers in training, different ones per replica")
             fixes.append(f"build {type(layer).__name__}(0.0) instead")
     if found:
-        refuse(
-            "model_fn",
-            must="a function building a model this check can judge",
-            got=f"a model where layer {'; layer '.join(found)}. That changes the gradient for "
-            "a reason other than the loss, so the comparison would say nothing about "
-            "compute_loss",
-            write=f"a model_fn that builds the same model without it, for the check only: "
-            f"let model_fn {' and '.join(dict.fromkeys(fixes))}",
-            error=ValueError,
-        )
+        got = f"a model where layer {'; layer '.join(found)}, which changes the gradient for a "
+        got += "reason other than the loss"
+        fix = " and ".join(dict.fromkeys(fixes))
+        write = f"a model_fn for the check only that builds the same model, but let it {fix}"
+        must = "a function building a model that acts the same on every replica"
+        refuse("model_fn", must=must, got=got, write=write, error=ValueError)
 
 
 def flat_float64(arrays) -> np.ndarray:

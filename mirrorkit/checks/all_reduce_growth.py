@@ -9,9 +9,8 @@ Example:
 from __future__ import annotations
 
 import math
-import numbers
 
-from mirrorkit._validate import refuse
+from mirrorkit._validate import refuse, require_number
 from mirrorkit.checks._benchmark_records import (
     listing,
     message_size,
@@ -21,7 +20,6 @@ from mirrorkit.checks._benchmark_records import (
     same,
     skip_reason,
     skipped_of,
-    typed,
 )
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult
 from mirrorkit.report.units import format_size
@@ -97,12 +95,8 @@ def check_all_reduce_growth(
             "algorithm", algorithm, must="an algorithm's name", write="e.g. algorithm='collective'"
         )
     write = "e.g. tolerance=2.0 (a prediction within a factor 2 of the measurement is right)"
-    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real):
-        refuse("tolerance", must="a number", got=typed(tolerance), write=write)
-    if not tolerance > 1 or math.isinf(tolerance):
-        refuse(
-            "tolerance", must="a factor above 1", got=repr(tolerance), write=write, error=ValueError
-        )
+    if require_number("tolerance", tolerance, write=write) <= 1:
+        refuse("tolerance", tolerance, must="a factor above 1", write=write, error=ValueError)
     if any(answer is Ellipsis for answer in (predicted_growth, measured_growth, measurement)):
         return NOT_ATTEMPTED
     sizes = f"{format_size(high)} takes than {format_size(low)}"

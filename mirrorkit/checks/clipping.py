@@ -81,9 +81,8 @@ def check_clipping(
             f"clip must be a function clip(gradients, clip_norm) returning the gradients to "
             f"apply, got {type(clip).__name__}.",
         )
-    if isinstance(clip_norm, bool) or not isinstance(clip_norm, int | float):
-        refuse("clip_norm", clip_norm, must="a number above 0", write="clip_norm=1.0")
-    clip_norm = require_number("clip_norm", clip_norm, write="clip_norm=1.0", above=0)
+    write = "clip_norm=1.0 (any number above 0)"
+    clip_norm = require_number("clip_norm", clip_norm, write=write, above=0)
     if (refusal := cannot_check_with_one_replica(strategy, "gradient clipping")) is not None:
         return refusal
     try:

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from mirrorkit._validate import refuse, require_address
+from mirrorkit._validate import refuse, require_address, require_count, require_int, require_items
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, raised
 
 JOBS = ("chief", "worker", "ps")
@@ -131,20 +131,15 @@ def check_cluster_spec(
 def _expected_cluster(chief: Any, worker: Any, ps: Any) -> dict[str, list[str]]:
     """The cluster the answer must describe, from the check's arguments."""
     require_address("chief", chief, write='chief="10.0.0.1:2222"')
+    cluster = {"chief": [chief]}
     for name, addresses in (("worker", worker), ("ps", ps)):
-        write = f"{name}=['10.0.0.2:2222']"
-        if isinstance(addresses, str) or not isinstance(addresses, list | tuple):
-            must = "a list of 'host:port' strings"
-            refuse(name, addresses, must=must, got=_typed(addresses), write=write)
-        if not addresses:
-            write += " (a parameter-server cluster needs a worker and a parameter server)"
-            refuse(
-                name, addresses, must="a list of one address or more", write=write, error=ValueError
-            )
-        for address in addresses:
+        write = f"{name}=['10.0.0.2:2222'] (a parameter-server cluster needs a worker and a "
+        write += "parameter server)"
+        cluster[name] = require_items(name, addresses, write=write)
+        for address in cluster[name]:
             if not isinstance(address, str) or not _is_address(address):
                 refuse(name, address, must="a list of 'host:port' strings", write=write)
-    return {"chief": [chief], "worker": list(worker), "ps": list(ps)}
+    return cluster
 
 
 def _is_address(text: str) -> bool:
@@ -152,26 +147,16 @@ def _is_address(text: str) -> bool:
     return bool(host) and port.isdigit()
 
 
-def _typed(value: Any) -> str:
-    return f"{type(value).__name__} {value!r}"
-
-
 def _expected_task(task: Any, expected: dict[str, list[str]]) -> tuple[str, int]:
     """The ``(job, index)`` the answer must name, from the check's ``task`` argument."""
     write = "task=('worker', 1)"
-    if (
-        not isinstance(task, tuple | list)
-        or len(task) != 2
-        or not isinstance(task[0], str)
-        or isinstance(task[1], bool)
-        or not isinstance(task[1], int)
-    ):
-        refuse("task", task, must="a (job, index) pair", got=repr(task), write=write)
-    job, index = task
-    if job not in expected or not 0 <= index < len(expected[job]):
+    if not isinstance(task, tuple | list) or len(task) != 2 or not isinstance(task[0], str):
+        refuse("task", task, must="a (job, index) pair", write=write)
+    job, index = task[0], require_count("task[1]", task[1], minimum=0, write=write)
+    if job not in expected or index >= len(expected[job]):
         jobs = ", ".join(f"{j} 0..{len(a) - 1}" for j, a in expected.items())
         must = f"a task of the expected cluster, whose jobs are {jobs}"
-        refuse("task", task, must=must, got=repr(task), write=write, error=ValueError)
+        refuse("task", task, must=must, write=write, error=ValueError)
     return job, index
 
 
@@ -341,10 +326,7 @@ def check_partitioner(
     """
     for name, value, low in (("limit_bytes", limit_bytes, 1), ("max_shards", max_shards, 2)):
         write = f"{name}={256 * 1024 if name == 'limit_bytes' else 2}"
-        if isinstance(value, bool) or not isinstance(value, int):
-            refuse(name, value, must="an int", got=_typed(value), write=write)
-        if value < low:
-            refuse(name, value, must=f">= {low}", got=str(value), write=write, error=ValueError)
+        require_int(name, value, must=f"an int >= {low}", minimum=low, write=write)
     if partitioner is ...:
         return NOT_ATTEMPTED
     if not callable(partitioner):

@@ -15,6 +15,7 @@ import numpy as np
 
 from mirrorkit._losses import per_example_loss
 from mirrorkit._validate import describe, refuse, require_count, require_strategy
+from mirrorkit.checks._learner_runs import learner_data
 from mirrorkit.checks.result import (
     NOT_ATTEMPTED,
     CheckResult,
@@ -93,12 +94,11 @@ def check_evaluation(
         )
     if (refusal := cannot_check_with_one_replica(strategy, "an evaluation loop")) is not None:
         return refusal
-    _refuse_setup(strategy, model, data, global_batch)
+    x, y = _refuse_setup(strategy, model, data, global_batch)
     loss_fn = per_example_loss(loss)
 
     import tensorflow as tf
 
-    x, y = (np.asarray(a) for a in data)
     replicas = strategy.num_replicas_in_sync
     short = replicas + 1 if replicas + 1 < global_batch else 1
     before = [w.numpy() for w in model.weights]
@@ -151,58 +151,43 @@ def check_evaluation(
     )
 
 
-def _refuse_setup(strategy, model, data, global_batch: int) -> None:
-    """Raise on an argument the chapter passes wrong: ``model``, ``global_batch``, ``data``."""
+def _refuse_setup(strategy, model, data, global_batch: int) -> tuple:
+    """``data``'s ``x`` and ``y``, after refusing what the chapter may pass wrong.
+
+    Three messages keep the wording the tests pin (``not a Keras model: pass the model to
+    evaluate``), which has a colon of its own and so does not fit :func:`refuse`'s template.
+    """
     import keras
 
     if not isinstance(model, keras.Model):
-        refuse(
-            "model",
-            model,
-            must="the Keras model to evaluate",
-            got=f"{describe(model)}, not a Keras model: pass the model to evaluate",
-            write=_CALL,
+        raise TypeError(
+            f"model is {describe(model)}, not a Keras model: pass the model to evaluate, as "
+            f"in {_CALL}."
         )
     if not model.weights or not strategy.extended.variable_created_in_scope(model.weights[0].value):
-        refuse(
-            "model",
-            must="a Keras model built under the strategy's scope",
-            got="a model not built under this strategy's scope: build it inside "
-            "`with strategy.scope():` so that evaluating runs on every replica",
-            write="with strategy.scope(): model = make_model()",
-            error=ValueError,
+        raise ValueError(
+            "model was not built under this strategy's scope: build it inside "
+            "`with strategy.scope():` so that evaluating runs on every replica."
         )
     replicas = strategy.num_replicas_in_sync
     require_count("global_batch", global_batch, write=f"global_batch={4 * replicas}")
     if global_batch < 2 * replicas:
-        refuse(
-            "global_batch",
-            must="at least two examples per replica",
-            got=f"{global_batch}, too small to check with {replicas} replicas: use at least "
-            f"{2 * replicas}",
-            write=f"global_batch={2 * replicas}",
-            error=ValueError,
+        raise ValueError(
+            f"global_batch={global_batch} is too small to check with {replicas} replicas: use "
+            f"at least {2 * replicas} (two examples per replica)."
         )
-    if not (isinstance(data, tuple | list) and len(data) == 2):
-        refuse("data", data, must="a pair (x, y) of NumPy arrays", write="data=(x_test, y_test)")
-    x, y = (np.asarray(a) for a in data)
-    if len(x) != len(y):
-        refuse(
-            "data",
-            must="a pair (x, y) with as many examples in each",
-            got=f"x with {len(x)} examples but y with {len(y)}",
-            write=f"data=(x[:{min(len(x), len(y))}], y[:{min(len(x), len(y))}])",
-            error=ValueError,
-        )
+    x, y = learner_data(data, "data")
     if len(x) < 2 * global_batch:
+        enough = 2 * global_batch
         refuse(
             "data",
-            must=f"(x, y) of at least {2 * global_batch} examples",
-            got=f"{len(x)}; the check needs at least {2 * global_batch} (two global batches "
+            must=f"long enough, since the check needs at least {enough} (two global batches "
             f"of {global_batch})",
-            write=f"data=(x[:{2 * global_batch}], y[:{2 * global_batch}]) from a larger set",
+            got=f"{len(x)} examples",
+            write=f"data=(x[:{enough}], y[:{enough}]) from a larger set",
             error=ValueError,
         )
+    return x, y
 
 
 def _as_number(answer) -> float | None:

@@ -8,7 +8,7 @@ Example:
 
 from __future__ import annotations
 
-from mirrorkit._validate import refuse, require_flag, require_strategy
+from mirrorkit._validate import require_count, require_flag, require_strategy
 from mirrorkit.checks import batch_split
 from mirrorkit.checks.input_preview import AUTO_SHARD_POLICIES, preview_input
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
@@ -67,12 +67,8 @@ def check_input_pipeline(
     """
     require_strategy(strategy, "mk.check_input_pipeline(dataset, strategy)")
     for name, size in (("per_replica_batch", per_replica_batch), ("global_batch", global_batch)):
-        got = f"{type(size).__name__} {size!r}"
-        if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
-            refuse(name, size, must="an int", got=got, write=f"the count, e.g. {name}=8")
-        if size is not None and size < 1:
-            write = f"the number of examples, e.g. {name}=8"
-            refuse(name, size, must="at least 1", got=str(size), write=write, error=ValueError)
+        if size is not None:
+            require_count(name, size, write=f"the count, e.g. {name}=8")
     require_flag("repeats", repeats, effect="to accept a dataset that ends")
     auto_shard = getattr(auto_shard, "name", auto_shard)  # an AutoShardPolicy member too
     if auto_shard is not None and auto_shard not in AUTO_SHARD_POLICIES:

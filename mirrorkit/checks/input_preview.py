@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from mirrorkit._validate import refuse, require_strategy
+from mirrorkit._validate import refuse, require_int, require_strategy
 from mirrorkit.checks import batch_split
 from mirrorkit.checks._distributed_reading import (
     not_a_dataset,
@@ -266,15 +266,13 @@ def preview_input(
     import tensorflow as tf
 
     require_strategy(strategy, "mk.preview_input(strategy, dataset)")
-    if isinstance(steps, bool) or not isinstance(steps, int):
-        refuse("steps", steps, must="an int", write="steps=3")
-    if steps < 1:
-        refuse("steps", steps, must="at least 1", got=str(steps), write="steps=3", error=ValueError)
+    if require_int("steps", steps, must="an int", write="steps=3") < 1:
+        refuse("steps", steps, must="at least 1", write="steps=3", error=ValueError)
     if input_options is not None and not isinstance(input_options, tf.distribute.InputOptions):
         refuse(
             "input_options",
+            input_options,
             must="a tf.distribute.InputOptions",
-            got=type(input_options).__name__,
             write="input_options=tf.distribute.InputOptions(experimental_fetch_to_device=False)",
         )
     options = input_options or tf.distribute.InputOptions()

@@ -20,6 +20,7 @@ from mirrorkit.report.values import summarize
 _ALL_REDUCE_OPS = frozenset(
     {"CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3", "NcclAllReduce"}
 )
+_EXPECTED = "it as the value you expect, e.g. 3.0"
 
 
 def check_mirrored(value, strategy, *, dtype=None, expected=None) -> CheckResult:
@@ -54,7 +55,9 @@ def check_mirrored(value, strategy, *, dtype=None, expected=None) -> CheckResult
 
     require_strategy(strategy, "mk.check_mirrored(variable, strategy)")
     wanted_dtype = None if dtype is None else _tf_dtype(dtype, "mk.check_mirrored")
-    wanted_value = None if expected is None else _numbers("expected", expected)
+    wanted_value = (
+        None if expected is None else require_numbers("expected", expected, write=_EXPECTED)
+    )
     make = "create it with tf.Variable(...) inside `with strategy.scope():`"
     table = _table_or_verdict(value, "a variable", make + ".")
     if isinstance(table, CheckResult):
@@ -158,7 +161,9 @@ def check_per_replica(value, strategy, expected, *, dtype=None) -> CheckResult:
             f"expected has {len(expected)} values for {wanted} replicas: give one per replica, "
             "in replica order (strategy.num_replicas_in_sync is the count)."
         )
-    arrays = [_numbers(f"expected[{i}]", want) for i, want in enumerate(expected)]
+    arrays = [
+        require_numbers(f"expected[{i}]", want, write=_EXPECTED) for i, want in enumerate(expected)
+    ]
     refusal = cannot_check_with_one_replica(strategy, "per-replica values")
     if value is not Ellipsis and refusal is not None:
         return refusal
@@ -254,7 +259,7 @@ def check_all_reduced(replica_fn, strategy, expected) -> CheckResult:
 
     require_strategy(strategy, "mk.check_all_reduced(replica_fn, strategy, expected=...)")
     wanted = strategy.num_replicas_in_sync
-    total = _numbers("expected", expected)
+    total = require_numbers("expected", expected, write=_EXPECTED)
     if replica_fn is Ellipsis:
         return NOT_ATTEMPTED
     if not callable(replica_fn) or isinstance(replica_fn, tf.Variable | tf.Tensor):
@@ -312,10 +317,6 @@ def check_all_reduced(replica_fn, strategy, expected) -> CheckResult:
     return CheckResult(
         True, f"all {wanted} replicas hold the all-reduced value {summarize(total)}."
     )
-
-
-def _numbers(name: str, value):
-    return require_numbers(name, value, write="it as the value you expect, e.g. 3.0")
 
 
 def _fed_by_all_reduce(outputs) -> bool:

@@ -133,10 +133,11 @@ def _arguments(keras, tf, reference, strategy) -> None:
     if int(reference.optimizer.iterations.numpy()) == 0:
         refuse(
             "reference",
-            must="a model that trained: train at least one step, save, then check",
-            got="a model whose optimizer took no step, so a model that was not restored at "
-            "all would look restored",
-            write="reference=model after model.fit(...) and the save",
+            must="a model that trained before it was saved",
+            got="a model whose optimizer took no step, so that a model not restored at all "
+            "would look restored",
+            write="model.fit(...) to train at least one step, save, then check with "
+            "reference=model",
             error=ValueError,
         )
     if strategy is not None and not isinstance(strategy, tf.distribute.Strategy):

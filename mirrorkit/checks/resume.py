@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mirrorkit._validate import refuse, require_count, require_seconds
+from mirrorkit._validate import require_count, require_int, require_seconds
 from mirrorkit.checks._resume_verdict import (
     KILL_AFTER,
     SAVE_EVERY,
@@ -232,8 +232,7 @@ def check_resume(
         "num_workers=2 (the check kills the last worker while the others go on, so it needs two)"
     )
     require_count("num_workers", num_workers, minimum=2, maximum=16, write=write)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        refuse("seed", seed, must="an int", write="seed=SEED or seed=0")
+    require_int("seed", seed, must="an int", write="seed=SEED or seed=0")
     timeout = require_seconds("timeout", timeout, write="timeout=90 (seconds per run)")
     if checkpointing is ...:
         return NOT_ATTEMPTED

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import inspect
 import os
+import reprlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from mirrorkit._validate import refuse
+from mirrorkit._validate import refuse, require_callable, require_items
 
 
 def function_payload(function: Any, args: Any, kwargs: Any) -> dict:
@@ -25,12 +26,10 @@ def function_payload(function: Any, args: Any, kwargs: Any) -> dict:
         >>> function_payload(len, "data.csv", None)
         Traceback (most recent call last):
         ...
-        TypeError: args must be a tuple of the function's extra arguments, got str 'data.csv': write args=('data.csv',) for one argument, or use kwargs={'name': value}.
+        TypeError: args must be a list, got str 'data.csv': write args=('data.csv',) for one argument, or use kwargs={'name': value}.
     """  # noqa: E501
-    if isinstance(args, str | bytes | dict) or not isinstance(args, Sequence):
-        must = "a tuple of the function's extra arguments"
-        write = f"args=({args!r},) for one argument, or use kwargs={{'name': value}}"
-        refuse("args", args, must=must, write=write)
+    write = f"args=({reprlib.repr(args)},) for one argument, or use kwargs={{'name': value}}"
+    args = require_items("args", args, write=write, allow_empty=True)
     if kwargs is not None and (
         not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs)
     ):
@@ -48,18 +47,17 @@ def _refuse_what_cannot_be_called(function: Any, args: tuple, kwargs: dict) -> N
         refuse(
             "function",
             must="a training function",
-            got=f"a Keras model ({type(function).__name__}): a model cannot travel to the workers",
+            got=f"a Keras model ({type(function).__name__}), which cannot travel to the workers",
             write="def train(context): that builds the model under context.strategy.scope() "
             "and fits it, then run(train)",
         )
-    if not callable(function):
-        write = (
-            f"run(train) for a function; for a script file use run_script({function!r})"
-            if isinstance(function, str | os.PathLike)
-            else "run(train): pass the function itself, run(train), not what it returns, "
-            "run(train())"
-        )
-        refuse("function", function, must="a function taking the worker's context", write=write)
+    write = (
+        f"run(train) for a function; for a script file use run_script({function!r})"
+        if isinstance(function, str | os.PathLike)
+        else "run(train) for a function; pass the function itself, run(train), not what it "
+        "returns, run(train())"
+    )
+    require_callable("function", function, write=write)
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):  # a builtin without a signature: let it run
@@ -74,8 +72,8 @@ def _refuse_what_cannot_be_called(function: Any, args: tuple, kwargs: dict) -> N
     call = f"{name}(context{', ' + extra if extra else ''})"
     refuse(
         "function",
-        must="callable with the worker's context: each worker calls it with its "
-        "mirrorkit.WorkerContext first, then args and kwargs",
+        must="callable with the worker's context (each worker calls it with its "
+        "mirrorkit.WorkerContext first, then args and kwargs)",
         got=f"{name}{signature}, which cannot be called as {call} ({why})",
         write="lambda context: ..." if name == "<lambda>" else f"def {name}(context, ...)",
     )

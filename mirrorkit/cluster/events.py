@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from mirrorkit._validate import refuse
+from mirrorkit._validate import refuse, require_choice, require_count, require_int
 
 # The life of one worker, in order. "failed" and "stopped" can follow any state.
 WORKER_STATES = ("starting", "ready", "training", "finished", "failed", "stopped")
@@ -53,12 +53,9 @@ class WorkerEvent:
     devices: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.kind not in EVENT_KINDS:
-            must = f"one of {EVENT_KINDS}"
-            refuse("kind", self.kind, must=must, write="kind='step'", error=ValueError)
-        if self.worker < 0:
-            must = "a task index >= 0"
-            refuse("worker", self.worker, must=must, write="worker=0", error=ValueError)
+        require_choice("kind", self.kind, EVENT_KINDS, write="kind='step'")
+        must = "a task index >= 0 (an int)"
+        require_int("worker", self.worker, must=must, write="worker=0", minimum=0)
 
     def to_json(self) -> dict:
         """The event as a JSON-ready dict (the wire format between processes).
@@ -164,11 +161,7 @@ class ClusterStatus:
     """
 
     def __init__(self, num_workers: int) -> None:
-        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-            must = "an int >= 1"
-            refuse(
-                "num_workers", num_workers, must=must, write="ClusterStatus(2)", error=ValueError
-            )
+        require_count("num_workers", num_workers, write="ClusterStatus(2)")
         self.workers = [WorkerStatus(worker=i) for i in range(num_workers)]
         self.events = 0
 

@@ -9,7 +9,6 @@ Example:
 
 from __future__ import annotations
 
-import numbers
 import os
 import shlex
 import shutil
@@ -19,7 +18,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mirrorkit._validate import refuse, require_callable, require_flag, require_seconds
+from mirrorkit._validate import (
+    refuse,
+    require_callable,
+    require_flag,
+    require_int,
+    require_items,
+    require_path,
+    require_seconds,
+    require_whole,
+)
 from mirrorkit.cluster import _warm, protocol
 from mirrorkit.cluster._payload import dump_payload, function_payload
 from mirrorkit.cluster._session import Session
@@ -79,12 +87,12 @@ class LocalCluster:
             where forking is not possible or not safe, which fall back to it).
 
     Raises:
-        TypeError: If ``num_workers`` is not an int, a number of seconds is not a number, or
-            ``env`` is not a dict of strings.
+        TypeError: If ``num_workers``, ``num_ps`` or ``logical_devices`` is not an int, a
+            number of seconds is not a number, or ``env`` is not a dict of strings.
         ValueError: If ``num_workers`` is outside 1-16, ``network`` unknown, a timeout not
-            above 0 or ``logical_devices`` below 1; if ``num_ps`` is not an int from 0 to 4,
-            or is above 0 together with ``logical_devices`` or ``collective_timeout`` (which
-            only a ``MultiWorkerMirroredStrategy`` uses).
+            above 0 or ``logical_devices`` below 1; if ``num_ps`` is outside 0-4, or above 0
+            together with ``logical_devices`` or ``collective_timeout`` (which only a
+            ``MultiWorkerMirroredStrategy`` uses).
 
     Example:
         >>> from mirrorkit import LocalCluster
@@ -109,25 +117,23 @@ class LocalCluster:
         num_ps: int = 0,
         warm: bool = True,
     ) -> None:
-        whole = isinstance(num_workers, int) and not isinstance(num_workers, bool)
-        if not whole or not 1 <= num_workers <= 16:
-            refuse(
-                "num_workers",
-                num_workers,
-                must="an int from 1 to 16",
-                write="LocalCluster(2) for two worker processes",
-                error=ValueError if whole else TypeError,
-            )
+        self.num_workers = require_int(
+            "num_workers",
+            num_workers,
+            must="an int from 1 to 16",
+            write="LocalCluster(2) for two worker processes",
+            minimum=1,
+            maximum=16,
+        )
         if network not in NETWORKS:
             refuse(
                 "network",
                 network,
                 must=f"one of {NETWORKS}",
-                write="network='private' (clusters of several machines are not launched from "
-                "here: see mirrorkit.cluster.scaleout)",
+                write="network='private' (for clusters of several machines, see "
+                "mirrorkit.cluster.scaleout)",
                 error=ValueError,
             )
-        self.num_workers = num_workers
         self.network = network
         self.start_timeout = require_seconds(
             "start_timeout", start_timeout, write="start_timeout=60"
@@ -148,19 +154,10 @@ class LocalCluster:
         self.grace_seconds = require_seconds(
             "grace_seconds", grace_seconds, write="grace_seconds=2", allow_zero=True
         )
-        if logical_devices is not None and (
-            isinstance(logical_devices, bool)
-            or not isinstance(logical_devices, int)
-            or logical_devices < 1
-        ):
+        if logical_devices is not None:
             must = "an int >= 1 (logical devices per worker)"
-            refuse(
-                "logical_devices",
-                logical_devices,
-                must=must,
-                write="logical_devices=2",
-                error=ValueError,
-            )
+            write = "logical_devices=2"
+            require_int("logical_devices", logical_devices, must=must, write=write, minimum=1)
         self.logical_devices = logical_devices
         self.num_ps = self._parameter_servers(num_ps)
         require_flag("warm", warm, effect="to start every process as a new Python process")
@@ -168,24 +165,22 @@ class LocalCluster:
 
     def _parameter_servers(self, num_ps: Any) -> int:
         """``num_ps`` if it makes a cluster with the settings already given, or a clear error."""
-        whole = isinstance(num_ps, int) and not isinstance(num_ps, bool)
-        if not whole or not 0 <= num_ps <= 4:
-            refuse(
-                "num_ps",
-                num_ps,
-                must="an int from 0 to 4",
-                got=str(num_ps) if whole else None,
-                write="LocalCluster(2, num_ps=1) for a chief, two workers and one parameter "
-                "server; num_ps=0 for a MultiWorkerMirroredStrategy cluster",
-                error=ValueError if whole else TypeError,
-            )
+        require_int(
+            "num_ps",
+            num_ps,
+            must="an int from 0 to 4",
+            write="LocalCluster(2, num_ps=1) for a chief, two workers and one parameter "
+            "server; num_ps=0 for a MultiWorkerMirroredStrategy cluster",
+            minimum=0,
+            maximum=4,
+        )
         if num_ps and self.logical_devices is not None:
             refuse(
                 "logical_devices",
                 self.logical_devices,
                 must="left out with num_ps > 0 (a ParameterServerStrategy counts only GPUs as "
                 "replicas, one replica per worker on CPUs, so the split would change nothing)",
-                write="LocalCluster(2, num_ps=1): leave logical_devices out",
+                write="LocalCluster(2, num_ps=1) and leave logical_devices out",
                 error=ValueError,
             )
         if num_ps and self.collective_timeout is not None:
@@ -321,14 +316,8 @@ class LocalCluster:
             ...
             FileNotFoundError: path '/no/such/train.py' names no file: check the name, or give the script's full path.
         """  # noqa: E501
-        if not isinstance(path, str | os.PathLike):
-            refuse(
-                "path",
-                path,
-                must="a script's file name (str or pathlib.Path)",
-                write="run_script('train.py') or run_script('train.py:train'); run a function "
-                "with run(function)",
-            )
+        write = "run_script('train.py') or run_script('train.py:train'); run a function with "
+        require_path("path", path, write=write + "run(function)")
         if self.num_ps:
             refuse(
                 "num_ps",
@@ -342,10 +331,8 @@ class LocalCluster:
         if problem is not None:
             error, text = problem
             raise error(f"path {str(path)!r} {text}")
-        if isinstance(args, str) or not isinstance(args, list | tuple):
-            example = shlex.split(args) if isinstance(args, str) else ["--epochs", "3"]
-            must = "a list of command-line arguments"
-            refuse("args", args, must=must, write=f"args={example!r}")
+        example = shlex.split(args) if isinstance(args, str) else ["--epochs", "3"]
+        args = require_items("args", args, write=f"args={example!r}", allow_empty=True)
         joins = not function and joins_by_itself(file)
         if joins and fault is not None:
             refuse(
@@ -419,13 +406,11 @@ class LocalCluster:
                 write=f"fault=mk.KillWorker(worker={last}, at_step={fault.at_step})",
                 error=ValueError,
             )
-        if (
-            isinstance(absent, str)
-            or not isinstance(absent, Sequence | set | frozenset)
-            or any(isinstance(a, bool) or not isinstance(a, numbers.Integral) for a in absent)
-        ):
-            refuse("absent", absent, must="a list of worker indices", write=f"absent=[{last}]")
-        absent = sorted({int(a) for a in absent})
+        write = f"absent=[{last}]"
+        absent = require_items("absent", absent, write=write, allow_empty=True)
+        absent = sorted(
+            {require_whole(f"absent[{i}]", a, write=write) for i, a in enumerate(absent)}
+        )
         if absent and self.num_ps:
             raise ValueError(
                 f"absent={absent} is for MultiWorkerMirroredStrategy clusters, whose workers "

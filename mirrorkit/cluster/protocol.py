@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mirrorkit._validate import refuse
+from mirrorkit._validate import require_int
 from mirrorkit.cluster.events import WorkerEvent
 
 #: The environment variable holding the file descriptor a worker writes its events to.
@@ -80,35 +80,14 @@ class KillWorker:
     at_step: int
 
     def __post_init__(self) -> None:
-        what = {
-            "worker": "the index of the worker to kill",
-            "at_step": "the step after which it dies",
-        }
-        for name, meaning in what.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                one = " (one worker per KillWorker)" if isinstance(value, list | tuple) else ""
-                must = f"an int, {meaning}{one}"
-                refuse(
-                    f"KillWorker.{name}", value, must=must, write="KillWorker(worker=1, at_step=3)"
-                )
-        if self.worker < 0:
-            refuse(
-                "KillWorker.worker",
-                self.worker,
-                must=">= 0 (0 is the chief, 1 the next worker)",
-                write=f"KillWorker(worker=1, at_step={self.at_step})",
-                error=ValueError,
-            )
-        if self.at_step < 1:
-            refuse(
-                "KillWorker.at_step",
-                self.at_step,
-                must=">= 1 (the first step is 1)",
-                write=f"KillWorker(worker={self.worker}, at_step=1) to kill it after its first "
-                "step",
-                error=ValueError,
-            )
+        write = "KillWorker(worker=1, at_step=3)"
+        must = (
+            "the index of the worker to kill, an int >= 0 (0 is the chief, 1 the next worker; "
+            "one worker per KillWorker)"
+        )
+        require_int("KillWorker.worker", self.worker, must=must, write=write, minimum=0)
+        must = "the step after which it dies, an int >= 1 (the first step is 1)"
+        require_int("KillWorker.at_step", self.at_step, must=must, write=write, minimum=1)
 
 
 @dataclass(frozen=True)

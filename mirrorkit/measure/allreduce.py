@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from mirrorkit._algorithms import ALL_REDUCE_ALGORITHMS
-from mirrorkit._validate import refuse
+from mirrorkit._validate import refuse, require_count, require_int, require_items
 from mirrorkit.errors import AllReduceUnavailableError
 from mirrorkit.measure.benchmark import (
     AllReduceBenchmark,
@@ -62,7 +62,7 @@ def measure_copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = 5) -> float:
         True
     """
     nbytes = _copy_bytes("nbytes", nbytes)
-    repeats = _at_least_one("repeats", repeats)
+    repeats = require_count("repeats", repeats, write="e.g. repeats=5")
     source = np.ones(nbytes, dtype=np.uint8)
     target = np.empty_like(source)
     np.copyto(target, source)  # touches every page of the target before timing
@@ -74,24 +74,12 @@ def measure_copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = 5) -> float:
     return nbytes / statistics.median(times)
 
 
-def _at_least_one(name: str, value) -> int:
-    """``value`` as an int of at least 1 (``repeats``, ``warmup``)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        got = f"{type(value).__name__} {value!r}"
-        refuse(name, value, must="an int", got=got, write=f"e.g. {name}=5")
-    if value < 1:
-        refuse(name, must="at least 1", got=str(value), write=f"e.g. {name}=5", error=ValueError)
-    return value
-
-
 def _copy_bytes(name: str, value) -> int:
     """The bytes of the memory copy: a whole number of at least 1 MiB."""
     write = f"e.g. {name}=64 << 20 (64 MiB)"
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        got = f"{type(value).__name__} {value!r}"
-        refuse(name, value, must="an int number of bytes", got=got, write=write)
+    require_int(name, value, must="an int number of bytes", write=write)
     if value < 1 << 20:  # the message's "; got" is what the wrong-input tables read
         raise ValueError(
             f"{name} must be at least 1 MiB to time memory, not cache; got {value}: write {write}."
@@ -209,11 +197,9 @@ def benchmark_all_reduce(
     devices = _devices(devices)
     nbytes_list = _sizes(sizes)
     counts = _replica_counts(replicas, len(devices))
-    repeats = _at_least_one("repeats", repeats)
-    if isinstance(warmup, int) and not isinstance(warmup, bool) and warmup < 1:
-        must = "at least 1: the first call traces the tf.function and would be timed with it"
-        refuse("warmup", must=must, got=str(warmup), write="e.g. warmup=2", error=ValueError)
-    warmup = _at_least_one("warmup", warmup)
+    repeats = require_count("repeats", repeats, write="e.g. repeats=5")
+    must = "an int of at least 1, as the first call traces the tf.function and would be timed"
+    warmup = require_int("warmup", warmup, must=must, write="e.g. warmup=2", minimum=1)
     copy_bytes = _copy_bytes("copy_bytes", copy_bytes)
     if progress is not None and not callable(progress):
         got = f"{type(progress).__name__} {progress!r}; leave it None for no progress"
@@ -342,7 +328,8 @@ def _algorithms(tf, algorithms) -> tuple[object | None, list[str]]:
         if not isinstance(algorithms, tf.distribute.MirroredStrategy):
             got = f"{type(algorithms).__name__}: pass mk.make_strategy()"
             must = "a MirroredStrategy (or algorithm names)"
-            refuse("algorithms", must=must, got=got, write=f"mk.make_strategy(), or {names}")
+            write = f"{names} to name the algorithms instead"
+            refuse("algorithms", must=must, got=got, write=write)
         ops = type(algorithms.extended._cross_device_ops).__name__
         return algorithms, [all_reduce_name(algorithms) or ops]
     if isinstance(algorithms, str):
@@ -356,7 +343,7 @@ def _algorithms(tf, algorithms) -> tuple[object | None, list[str]]:
     unknown = [n for n in chosen if not isinstance(n, str) or n not in ALL_REDUCE_ALGORITHMS]
     if unknown or not chosen:
         got = f"the unknown all-reduce algorithm {unknown[0]!r}" if unknown else "an empty list"
-        must = f"names of all-reduce algorithms; choose from {known}"
+        must = "names of all-reduce algorithms"
         write = f"{names}, or None for all of them"
         refuse(
             "algorithms",
@@ -376,38 +363,35 @@ def _devices(devices) -> tuple[str, ...]:
         gpus = tf.config.list_logical_devices("GPU")
         return tuple(d.name for d in (gpus or tf.config.list_logical_devices("CPU")))
     every = "or None for every local device"
-    got, write = f"{type(devices).__name__} {devices!r}", f"devices=['/cpu:0', '/cpu:1'], {every}"
+    got, write = None, f"devices=['/cpu:0', '/cpu:1'], {every}"
     if isinstance(devices, str):
         got, write = f"one name, not the string {devices!r}", f"devices=[{devices!r}, ...], {every}"
     elif hasattr(devices, "extended") and hasattr(devices, "scope"):
-        got, write = "a strategy: pass devices=mk.replica_devices(strategy) instead", every
+        got = "a strategy: pass devices=mk.replica_devices(strategy) instead"
+        write = "devices=None to use every local device"
     elif isinstance(devices, Iterable) and (devices := tuple(devices)):
         return devices
     elif isinstance(devices, Iterable):
         must = "a list that is not empty; pass device names or None for all local ones"
         refuse("devices", devices, must=must, write=write, error=ValueError)
-    refuse("devices", must="a list of device names", got=got, write=write)
+    refuse("devices", devices, must="a list of device names", got=got, write=write)
 
 
 def _sizes(sizes) -> list[int]:
     """Each size of ``sizes`` in bytes, a positive multiple of 4 (float32), once each."""
     write = "sizes=['4KiB', '1MiB'] or sizes=[4096]"
-    if isinstance(sizes, int | str):
-        sizes = [sizes]
-    if not isinstance(sizes, Iterable):
-        refuse(
-            "sizes", must="a list of sizes", got=f"{type(sizes).__name__} {sizes!r}", write=write
-        )
+    sizes = [sizes] if isinstance(sizes, int | str) else sizes
     result = []
-    for size in sizes:
+    for size in require_items("sizes", sizes, write=write, allow_empty=True):
         try:
             nbytes, problem = parse_size(size), None
         except (TypeError, ValueError) as error:
             nbytes, problem = 0, error
         if problem is not None:  # refused outside the except: no "during handling" chain
             must = "sizes in bytes or text such as '4KiB'"
-            got = f"a list that holds {size!r}: {str(problem).rstrip('.')}"
-            refuse("sizes", must=must, got=got, write=write, error=type(problem))
+            got = f"a list that holds {size!r}: {str(problem).split(': write ')[0].rstrip('.')}"
+            example = "e.g. '4KiB' or 4096 for each size, as in sizes=['4KiB', '1MiB']"
+            refuse("sizes", must=must, got=got, write=example, error=type(problem))
         if nbytes <= 0 or nbytes % _FLOAT32:
             must = "positive multiples of 4 bytes (each replica sends float32, 4 bytes each)"
             got = f"a list that holds {size!r}, which is not positive"
@@ -438,8 +422,7 @@ def _replica_counts(replicas, available: int) -> list[int]:
     if isinstance(replicas, int) and not isinstance(replicas, bool):
         replicas = [replicas]
     if isinstance(replicas, str) or not isinstance(replicas, Iterable):
-        got = f"{type(replicas).__name__} {replicas!r}"
-        refuse("replicas", must="a list of replica counts", got=got, write=write)
+        refuse("replicas", replicas, must="a list of replica counts", write=write)
     counts = list(dict.fromkeys(replicas))
     if not counts:
         must = "a list of replica counts"
@@ -450,7 +433,7 @@ def _replica_counts(replicas, available: int) -> list[int]:
             refuse("replicas", must="a list of replica counts", got=got, write=write)
         if n < 2:
             write = "replicas=[2, 4] (ask for 2 or more)"
-            refuse("replicas", must=too_few_replicas(n), got=str(n), write=write, error=ValueError)
+            refuse("replicas", n, must=too_few_replicas(n), write=write, error=ValueError)
         if n > available:
             got = f"{n} replicas asked for, but only {available} device"
             got += f"{'s are' if available != 1 else ' is'} available"

@@ -82,7 +82,7 @@ def bus_bandwidth(nbytes: int, seconds: float, replicas: int) -> tuple[float, fl
         got = f"{nbytes}: pass the bytes each replica sent"
         refuse("nbytes", must="positive", got=got, write="nbytes=4096", error=ValueError)
     if not seconds > 0:
-        must = "positive: pass the time one all-reduce took"
+        must = "positive (pass the time one all-reduce took)"
         refuse("seconds", seconds, must=must, write="seconds=0.001 for 1 ms", error=ValueError)
     if replicas < 2:
         refuse("replicas", replicas, must=too_few_replicas(replicas), write=_TWO, error=ValueError)

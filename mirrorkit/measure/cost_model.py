@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mirrorkit._algorithms import ALL_REDUCE_ALGORITHMS
-from mirrorkit._validate import refuse
+from mirrorkit._validate import refuse, require_text
 from mirrorkit.measure.algorithm_fit import AlgorithmFit, fit_algorithm
 from mirrorkit.measure.benchmark import AllReduceBenchmark
 from mirrorkit.measure.step_prediction import StepPrediction, predict_step
@@ -62,11 +62,7 @@ class CostModel(Reported):
                 f"algorithm is needed: this model fitted {fitted}; pass e.g. "
                 f"algorithm={next(iter(self.fits))!r}."
             )
-        if not isinstance(algorithm, str):
-            shown = f"{type(algorithm).__name__} {algorithm!r}"
-            refuse(
-                "algorithm", must="a name", got=shown, write=f"algorithm={next(iter(self.fits))!r}"
-            )
+        require_text("algorithm", algorithm, write=f"algorithm={next(iter(self.fits))!r}")
         if algorithm not in ALL_REDUCE_ALGORITHMS:
             known = ", ".join(repr(k) for k in ALL_REDUCE_ALGORITHMS)
             raise ValueError(
@@ -289,7 +285,7 @@ def fit_cost_model(benchmark: AllReduceBenchmark, algorithms=None) -> CostModel:
             "benchmark = mk.benchmark_all_reduce(sizes=['4KiB', '1MiB', '16MiB'], "
             f"replicas=[2, 4]) and call fit_cost_model(benchmark){hint}"
         )
-        refuse("benchmark", must="an AllReduceBenchmark", got=type(benchmark).__name__, write=write)
+        refuse("benchmark", benchmark, must="an AllReduceBenchmark", write=write)
     if not benchmark.records:
         why = "; ".join(f"{k}: {v}" for k, v in benchmark.skipped.items())
         got = "a benchmark that has no records"
@@ -332,19 +328,12 @@ def _algorithms_to_fit(benchmark: AllReduceBenchmark, algorithms) -> tuple[list,
     if isinstance(algorithms, str):
         algorithms = [algorithms]
     if not isinstance(algorithms, Iterable) or isinstance(algorithms, Mapping):
-        shown = f"{type(algorithms).__name__} {algorithms!r}"
         write = "algorithms=['collective', 'one_device'], or None for all measured ones"
-        refuse("algorithms", must="a name or a list of names", got=shown, write=write)
+        refuse("algorithms", algorithms, must="a name or a list of names", write=write)
     names = list(dict.fromkeys(algorithms))
     if not names:
         write = "algorithms=['collective'], or None for all measured ones"
-        refuse(
-            "algorithms",
-            must="one name or more",
-            write=write,
-            error=ValueError,
-            got="an empty list",
-        )
+        refuse("algorithms", names, must="one name or more", write=write, error=ValueError)
     for name in names:
         if not isinstance(name, str) or name not in ALL_REDUCE_ALGORITHMS:
             raise ValueError(

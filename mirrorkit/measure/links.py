@@ -52,15 +52,14 @@ class Link:
 
     def __post_init__(self) -> None:
         write = (
-            "Link('10 GbE', 10e9 / 8, 'per direction, MAC data rate', 'https://...'): "
-            "the bandwidth in bytes per second, one direction"
+            "Link('10 GbE', 10e9 / 8, 'per direction, MAC data rate', 'https://...'), "
+            "with the bandwidth in bytes per second, one direction"
         )
         if not isinstance(self.name, str) or not self.name.strip():
             refuse("name", self.name, must="non-empty text", write=write, error=ValueError)
         bandwidth = self.bandwidth
         if isinstance(bandwidth, bool) or not isinstance(bandwidth, int | float):
-            shown = f"{type(bandwidth).__name__} {bandwidth!r}"
-            refuse("bandwidth", must="a number of bytes per second", got=shown, write=write)
+            refuse("bandwidth", bandwidth, must="a number of bytes per second", write=write)
         if not (bandwidth > 0 and math.isfinite(bandwidth)):
             must = "a positive, finite number of bytes per second"
             refuse("bandwidth", bandwidth, must=must, write=write, error=ValueError)
@@ -222,9 +221,8 @@ def resolve_link(value) -> Link | None:
         return value
     names = ", ".join(LINKS)
     if not isinstance(value, str):
-        must = "a name in LINKS or a Link"
-        write = f"link='nvlink4_h100'; the names are {names}"
-        refuse("link", must=must, got=f"{type(value).__name__} {value!r}", write=write)
+        write = f"link='nvlink4_h100', or another of {names}"
+        refuse("link", value, must="a name in LINKS or a Link", write=write)
     if value in LINKS:
         return LINKS[value]
     folded = {k.lower(): k for k in LINKS} | {v.name.lower(): k for k, v in LINKS.items()}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mirrorkit._validate import refuse, require_seconds, require_size
+from mirrorkit._validate import refuse, require_count, require_int, require_seconds, require_size
 from mirrorkit.measure._schedule_terms import link_bytes, schedule_steps
 from mirrorkit.measure.algorithm_fit import AlgorithmFit, uncertain_text
 from mirrorkit.measure.links import Link, resolve_link
@@ -282,15 +282,8 @@ def predict_step(
         (6, None)
     """
     call = "predict_step(parameters=25_000_000, replicas=4, compute_s=0.05)"
-    if isinstance(replicas, bool) or not isinstance(replicas, int):
-        shown = f"{type(replicas).__name__} {replicas!r}"
-        refuse("replicas", must="an int", got=shown, write="replicas=4")
-    if replicas < 2:
-        write = (
-            "replicas=2 or more: an all-reduce over fewer than 2 replicas sends nothing, "
-            "so ask for 2 or more"
-        )
-        refuse("replicas", must="at least 2", got=str(replicas), write=write, error=ValueError)
+    write = "replicas=4 (fewer than 2 replicas have nothing to all-reduce, so ask for 2 or more)"
+    replicas = require_count("replicas", replicas, write=write, minimum=2)
     compute_s = require_seconds(
         "compute_s", compute_s, write="compute_s=0.05 (50 ms of forward and backward pass)"
     )
@@ -304,14 +297,10 @@ def predict_step(
     if parameters is not None:
         if isinstance(parameters, float) and parameters.is_integer():
             parameters = int(parameters)
-        if isinstance(parameters, bool) or not isinstance(parameters, int):
-            shown = f"{type(parameters).__name__} {parameters!r}"
-            refuse("parameters", must="a whole number", got=shown, write=call)
+        require_int("parameters", parameters, must="a whole number", write=call)
         if parameters <= 0:
             write = "parameters=25_000_000 (model.count_params())"
-            refuse(
-                "parameters", must="positive", got=str(parameters), write=write, error=ValueError
-            )
+            refuse("parameters", parameters, must="positive", write=write, error=ValueError)
     elif _is_number(nbytes) and nbytes <= 0:
         raise ValueError(
             f"nbytes must be positive, got {nbytes!r}: pass the bytes each replica all-reduces, "
@@ -373,9 +362,8 @@ def _itemsize(dtype) -> tuple[int, str]:
     if not isinstance(name, str) and isinstance(dtype, type) and issubclass(dtype, np.generic):
         name = np.dtype(dtype).name
     if not isinstance(name, str):
-        shown = f"{type(dtype).__name__} {dtype!r}"
-        write = f"dtype='float16'; one of {_DTYPES}"
-        refuse("dtype", must="a dtype name such as 'float32'", got=shown, write=write)
+        write = f"dtype='float16', or another of {_DTYPES}"
+        refuse("dtype", dtype, must="a dtype name such as 'float32'", write=write)
     if name.lower() not in _ITEMSIZES:
         raise ValueError(f"dtype {name!r} is not a gradient dtype here; choose {_DTYPES}.")
     return _ITEMSIZES[name.lower()], name.lower()

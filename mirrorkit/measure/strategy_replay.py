@@ -102,7 +102,7 @@ def replay_all_reduce(strategy, values, algorithm: str | None = None) -> AllRedu
 def _per_replica_tensors(tf, strategy, values, n: int) -> list[list[np.ndarray]]:
     """Each replica's tensors of ``values`` (what ``strategy.run`` returned), as arrays."""
     must = f"per-replica tensors of this strategy's run ({n} replicas)"
-    must += ": pass what strategy.run returned"
+    must += ", so pass what strategy.run returned"
     leaves = tf.nest.flatten(values)
     if not leaves:
         refuse("values", values, must=must, write=_CALL, error=ValueError)

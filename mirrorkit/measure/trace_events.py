@@ -130,7 +130,7 @@ def write_trace(events: dict, path) -> Path:
         got = f"{str(path)!r}, whose folder {folder!r} does not exist. Create it first, "
         got += f"Path('{folder}').mkdir(parents=True)"
         must = "a file in an existing folder"
-        write = "a path in an existing folder"
+        write = f"trace.write_trace({target.as_posix()!r}) again once the folder is there"
         refuse("path", must=must, got=got, write=write, error=FileNotFoundError)
     target.write_text(json.dumps(events))
     return target

@@ -19,7 +19,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 
-from mirrorkit._validate import refuse, require_strategy
+from mirrorkit._validate import describe, refuse, require_int, require_strategy
 from mirrorkit.measure import _profiler
 from mirrorkit.measure.step_trace import AllReduceSpan, StepPhases, StepTrace
 
@@ -42,10 +42,10 @@ class StepTracer:
             profiler overhead.
 
     Raises:
-        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``, or ``on_step`` is
-            not callable.
+        TypeError: If ``strategy`` is not a ``tf.distribute.Strategy``, ``profile_from`` is
+            not an int, or ``on_step`` is not callable.
         ValueError: If ``profile_every`` is not an int of at least 1 (or ``None``), or
-            ``profile_from`` not an int of at least 0.
+            ``profile_from`` is below 0.
 
     Example:
         >>> import tensorflow as tf
@@ -82,19 +82,16 @@ class StepTracer:
             or profile_every < 1
         ):
             must = "an int >= 1 or None"
-            refuse(
-                "profile_every", must=must, got=repr(profile_every), write=every, error=ValueError
-            )
-        if isinstance(profile_from, bool) or not isinstance(profile_from, int) or profile_from < 0:
-            must = "an int >= 0 (a step index, counted from 0)"
-            write = "e.g. profile_from=2 to skip the first steps, which trace the tf.function"
-            refuse("profile_from", must=must, got=repr(profile_from), write=write, error=ValueError)
+            refuse("profile_every", profile_every, must=must, write=every, error=ValueError)
+        must = "an int >= 0 (a step index, counted from 0)"
+        write = "e.g. profile_from=2 to skip the first steps, which trace the tf.function"
+        require_int("profile_from", profile_from, must=must, write=write, minimum=0)
         if on_step is not None and not callable(on_step):
             append = " (pass its append method: on_step=timeline.append)"
-            got = f"{type(on_step).__name__} {on_step!r}"
-            got += (append if hasattr(on_step, "append") else "") + "; e.g. on_step=print"
+            got = describe(on_step) + (append if hasattr(on_step, "append") else "")
+            got += "; e.g. on_step=print"
             must = "a function of StepPhases"
-            refuse("on_step", must=must, got=got, write="on_step=print, or None")
+            refuse("on_step", must=must, got=got, write="on_step=None to trace without one")
         self.strategy = strategy
         self.on_step = on_step
         self.profile_every = profile_every

@@ -1,8 +1,16 @@
-"""Byte sizes, rates and durations as people write and read them ("4KiB", "3.2 GB/s")."""
+"""Byte sizes, rates and durations as people write and read them ("4KiB", "3.2 GB/s").
+
+Example:
+    >>> from mirrorkit.report.units import format_size, parse_size
+    >>> parse_size("4KiB"), format_size(1536)
+    (4096, '1.5 KiB')
+"""
 
 from __future__ import annotations
 
 import re
+
+from mirrorkit._validate import refuse
 
 _BINARY = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
 _DECIMAL = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -11,17 +19,13 @@ _SIZE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 
 def parse_size(size) -> int:
     """4096, "4096", "4KiB", "1 MiB", "16M" (binary), "1MB" (decimal) -> bytes as an int."""
-    if isinstance(size, bool):
-        raise TypeError(f"a size must be a number of bytes or text like '4KiB', got {size!r}.")
-    if isinstance(size, int):
+    if isinstance(size, int) and not isinstance(size, bool):
         return size
     if isinstance(size, float) and size.is_integer():
         return int(size)
     if not isinstance(size, str):
-        raise TypeError(
-            f"a size must be a number of bytes or text like '4KiB', got "
-            f"{type(size).__name__} {size!r}."
-        )
+        must = "a number of bytes or text like '4KiB'"
+        refuse("a size", size, must=must, write="4096 or '4KiB'")
     match = _SIZE.match(size)
     unit = match.group(2).upper() if match else None
     factor = None if unit is None else (_BINARY.get(unit) or _DECIMAL.get(unit))

@@ -1,4 +1,10 @@
-"""Short, stable text for devices and array values, as every report writes them."""
+"""Short, stable text for devices and array values, as every report writes them.
+
+Example:
+    >>> from mirrorkit.report.values import number, short_device
+    >>> short_device("/job:localhost/replica:0/task:0/device:CPU:1"), number(0.5)
+    ('CPU:1', '0.5')
+"""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from mirrorkit._validate import refuse, require_strategy
+from mirrorkit._validate import refuse, require_strategy, require_whole
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import number
 
@@ -75,9 +75,8 @@ def mixed_precision_policy(name: str) -> Iterator:
             "name", must="a policy's name", got=got, write=f"mixed_precision_policy({name.name!r})"
         )
     if name is not None and not isinstance(name, str):
-        got = f"{type(name).__name__} {name!r}"
         write = "e.g. mixed_precision_policy('mixed_float16')"
-        refuse("name", must=f"a policy name such as {names}", got=got, write=write)
+        refuse("name", name, must=f"a policy name such as {names}", write=write)
     try:
         policy = keras.mixed_precision.DTypePolicy(name)
     except (TypeError, ValueError) as error:
@@ -329,26 +328,15 @@ def _settings_set_up(strategy, settings: _LossScaleSettings) -> _LossScaleSettin
     for name, example in (("steps", 6), ("dynamic_growth_steps", 2), ("global_batch", 8)):
         value = getattr(settings, name)
         if _int_or_none(value) is None or value < 1:
-            write = f"e.g. {name}={example}"
-            refuse(name, must="a positive int", got=repr(value), write=write, error=ValueError)
+            must, write = "a positive int", f"e.g. {name}={example}"
+            refuse(name, value, must=must, write=write, error=ValueError)
     for name, example in (("initial_scale", "2.0**15"), ("learning_rate", "0.01")):
         value, write = getattr(settings, name), f"e.g. {name}={example}"
         if isinstance(value, bool) or not isinstance(value, int | float):
-            got = f"{type(value).__name__} {value!r}"
-            refuse(name, must=f"a number such as {example}", got=got, write=write)
+            refuse(name, value, must=f"a number such as {example}", write=write)
         if not value > 0:
-            refuse(name, must="positive", got=repr(value), write=write, error=ValueError)
-    if _int_or_none(settings.seed) is None:
-        got = f"{type(settings.seed).__name__} {settings.seed!r}"
-        refuse("seed", must="an int", got=got, write="e.g. seed=0")
-    if settings.seed < 0:
-        refuse(
-            "seed",
-            must="at least 0",
-            got=repr(settings.seed),
-            write="e.g. seed=0",
-            error=ValueError,
-        )
+            refuse(name, value, must="positive", write=write, error=ValueError)
+    require_whole("seed", settings.seed, write="e.g. seed=0")
     overflow_steps = _overflow_step_set(settings.overflow_steps, operator.index(settings.steps))
     replicas = strategy.num_replicas_in_sync
     if operator.index(settings.global_batch) % replicas:
@@ -370,9 +358,8 @@ def _settings_set_up(strategy, settings: _LossScaleSettings) -> _LossScaleSettin
 def _overflow_step_set(overflow_steps, steps: int) -> frozenset[int]:
     """The steps to force an overflow at: a list of ints from 0 to ``steps - 1``, or why not."""
     if isinstance(overflow_steps, int | float | str) or not isinstance(overflow_steps, Iterable):
-        got = f"{type(overflow_steps).__name__} {overflow_steps!r}"
         write = "e.g. overflow_steps=[2] (or [] for none)"
-        refuse("overflow_steps", must="a list of step numbers", got=got, write=write)
+        refuse("overflow_steps", overflow_steps, must="a list of step numbers", write=write)
     chosen = []
     for step in overflow_steps:
         index = _int_or_none(step)

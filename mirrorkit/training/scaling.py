@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import functools
 import math
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from mirrorkit._validate import refuse, require_whole
+from mirrorkit._validate import (
+    refuse,
+    require_flag,
+    require_items,
+    require_number,
+    require_text,
+    require_whole,
+)
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import number
 
@@ -158,7 +164,9 @@ def linear_scaling_schedule(base_learning_rate: float, replicas: int, *, warmup_
         >>> [round(float(schedule(step)), 4) for step in range(5)]
         [0.1, 0.2, 0.3, 0.4, 0.4]
     """
-    _positive_number("base_learning_rate", base_learning_rate, "base_learning_rate=0.1")
+    require_number(
+        "base_learning_rate", base_learning_rate, above=0, write="base_learning_rate=0.1"
+    )
     require_whole("replicas", replicas, minimum=1, write="replicas=4")
     require_whole("warmup_steps", warmup_steps, write="warmup_steps=8 (or 0 for none)")
     target = base_learning_rate * replicas
@@ -245,6 +253,7 @@ def run_scaling_sweep(
         (4, (8, 16, 24, 32))
     """
     from mirrorkit._losses import per_example_loss
+    from mirrorkit.training._sweep_runner import runner_for
 
     counts, devices, (x, y), window = _sweep_set_up(
         devices,
@@ -261,7 +270,7 @@ def run_scaling_sweep(
     loss_fn = per_example_loss(loss)
     curves = tuple(
         _train(
-            _runner(devices[:k], model_fn, loss, loss_fn, per_replica_batch),
+            runner_for(devices[:k], model_fn, loss, loss_fn, per_replica_batch),
             x,
             y,
             epochs,
@@ -308,28 +317,26 @@ def _sweep_set_up(
     if isinstance(model_fn, keras.Model) or not callable(model_fn):
         refuse(
             "model_fn",
-            must="a function that returns a new Keras model",
-            got=type(model_fn).__name__,
-            write="model_fn=make_model: the function itself, since every replica count needs "
-            "a fresh model with the same starting weights",
+            model_fn,
+            must="the function that returns a new Keras model (every replica count needs a "
+            "fresh model with the same starting weights)",
+            write="model_fn=make_model, the function itself",
         )
     require_whole("per_replica_batch", per_replica_batch, minimum=1, write="per_replica_batch=8")
     require_whole("epochs", epochs, minimum=1, write="epochs=2")
-    _positive_number("learning_rate", learning_rate, "learning_rate=0.1")
-    if not isinstance(scale_learning_rate, bool):
-        refuse(
-            "scale_learning_rate",
-            must="True or False",
-            got=f"{type(scale_learning_rate).__name__} {scale_learning_rate!r}",
-            write="scale_learning_rate=True to multiply the learning rate by the replica count",
-        )
+    require_number("learning_rate", learning_rate, above=0, write="learning_rate=0.1")
+    require_flag(
+        "scale_learning_rate",
+        scale_learning_rate,
+        effect="to keep one learning rate at every replica count",
+    )
     require_whole("warmup_steps", warmup_steps, write="warmup_steps=8 (or 0 for none)")
     if warmup_steps and not scale_learning_rate:
         refuse(
             "warmup_steps",
+            warmup_steps,
             must="0 without scale_learning_rate=True (the warm-up raises the base rate to the "
             "scaled one, and without scaling there is nothing to raise it to)",
-            got=str(warmup_steps),
             write="scale_learning_rate=True, or warmup_steps=0",
             error=ValueError,
         )
@@ -351,95 +358,13 @@ def _sweep_set_up(
     if any(window % (k * per_replica_batch) for k in counts) or window > usable * epochs:
         refuse(
             "window",
+            window,
             must="a multiple of every global batch and at most the examples seen "
             f"({usable * epochs})",
-            got=str(window),
             write=f"window=None for {largest}",
             error=ValueError,
         )
     return counts, devices, (x[:usable], y[:usable]), window
-
-
-class _Runner:
-    """One replica count's strategy, model, SGD optimizer and traced step, reused by runs.
-
-    Tracing the step on eight replicas takes longer than training this chapter's task,
-    so runs with the same strategy, ``model_fn``, loss and batch share one traced step:
-    each run puts back ``model_fn()``'s starting weights, sets the optimizer's step
-    count to 0 and its learning rate, so a run starts exactly as on a new model.
-    """
-
-    def __init__(self, devices, model_fn, loss_fn, per_replica):
-        import keras
-        import tensorflow as tf
-
-        from mirrorkit.strategy import make_strategy
-
-        self.strategy = strategy = make_strategy(devices=devices)
-        self.global_batch = global_batch = len(devices) * per_replica
-        with strategy.scope():
-            model = model_fn()
-            if not isinstance(model, keras.Model):
-                refuse(
-                    "model_fn",
-                    must="a function that returns a new Keras model",
-                    got=f"one that returned {type(model).__name__}",
-                    write="`return model` at its end",
-                )
-            optimizer = keras.optimizers.SGD(0.1)
-            optimizer.build(model.trainable_variables)
-        self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
-        self.initial = model.get_weights()
-
-        def replica_step(x_r, y_r):
-            with tf.GradientTape() as tape:
-                per_example = loss_fn(y_r, model(x_r, training=True))
-                value = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
-            gradients = tape.gradient(value, model.trainable_variables)
-            optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
-            return value
-
-        def run_step(batch):
-            return strategy.reduce("SUM", strategy.run(replica_step, args=batch), axis=None)
-
-        # A new key per runner: TensorFlow warns when one function's code is traced five times.
-        self.step = tf.function(functools.partial(run_step), autograph=False)
-
-    def train(self, x, y, epochs, rate_at):
-        import tensorflow as tf
-
-        self.model.set_weights(self.initial)
-        self.optimizer.iterations.assign(0)
-        dataset = (
-            tf.data.Dataset.from_tensor_slices((x, y))
-            .batch(self.global_batch, drop_remainder=True)
-            .repeat(epochs)
-        )
-        losses, rate = [], None
-        for step, batch in enumerate(self.strategy.experimental_distribute_dataset(dataset)):
-            if rate_at(step) != rate:
-                rate = rate_at(step)
-                self.optimizer.learning_rate = rate
-            losses.append(float(self.step(batch)))
-        prediction = self.model(x, training=False)
-        final = float(np.mean(np.asarray(self.loss_fn(tf.convert_to_tensor(y), prediction))))
-        return losses, final
-
-
-# model_fn -> {(devices, loss, per_replica_batch): _Runner}; forgotten with model_fn.
-_RUNNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _runner(devices, model_fn, loss, loss_fn, per_replica) -> _Runner:
-    try:
-        key = (tuple(devices), loss, per_replica)
-        hash(key)
-        runners = _RUNNERS.setdefault(model_fn, {})
-    except TypeError:  # an unhashable loss or model_fn: no reuse
-        return _Runner(devices, model_fn, loss_fn, per_replica)
-    if key not in runners:
-        runners[key] = _Runner(devices, model_fn, loss_fn, per_replica)
-    return runners[key]
 
 
 def _train(runner, x, y, epochs, rate, scale, warmup, window):
@@ -470,38 +395,21 @@ def _train(runner, x, y, epochs, rate, scale, warmup, window):
 def _replica_counts(counts) -> tuple[int, ...]:
     """The replica counts as a tuple of distinct ints of at least 1, or a refusal."""
     write = "e.g. replica_counts=(1, 2, 4, 8)"
-    if isinstance(counts, int | str) or not isinstance(counts, Sequence):
-        got = f"{type(counts).__name__} {counts!r}"
-        refuse("replica_counts", must="a list of replica counts", got=got, write=write)
-    if not counts:
-        refuse(
-            "replica_counts",
-            must="a list that is not empty",
-            got="()",
-            write=write,
-            error=ValueError,
-        )
-    for count in counts:
-        require_whole("replica_counts", count, minimum=1, write="replica_counts=(1, 2, 4, 8)")
+    counts = require_items("replica_counts", counts, write=write)
+    for i, count in enumerate(counts):
+        require_whole(f"replica_counts[{i}]", count, minimum=1, write=write)
     if len(set(counts)) != len(counts):
-        got = f"{list(counts)}, which names a count twice"
-        refuse(
-            "replica_counts",
-            must="distinct counts",
-            got=got,
-            write=f"each count once, {write}",
-            error=ValueError,
-        )
+        must = "distinct counts, none named twice"
+        refuse("replica_counts", counts, must=must, write=write, error=ValueError)
     return tuple(int(c) for c in counts)
 
 
 def _devices(devices, needed: int) -> tuple[str, ...]:
     """The devices as a tuple of at least ``needed`` names, or a refusal."""
     write = "devices=mk.simulate_replicas(8), the names it returned"
-    if isinstance(devices, str) or not isinstance(devices, Sequence):
-        refuse("devices", must="a list of device names", got=type(devices).__name__, write=write)
-    if not all(isinstance(d, str) for d in devices):
-        refuse("devices", devices, must="device names such as '/device:CPU:0'", write=write)
+    devices = require_items("devices", devices, write=write)
+    for i, device in enumerate(devices):
+        require_text(f"devices[{i}]", device, write=write)
     if len(devices) < needed:
         raise ValueError(
             f"devices has {len(devices)} names but replica_counts asks for {needed} replicas: "
@@ -514,24 +422,14 @@ def _devices(devices, needed: int) -> tuple[str, ...]:
 def _data(data):
     """``data`` as arrays ``(x, y)`` with one row per example in each, or a refusal."""
     if not isinstance(data, tuple | list) or len(data) != 2:
-        got = type(data).__name__
-        refuse("data", must="a pair (x, y) of NumPy arrays", got=got, write="data=(x, y)")
+        refuse("data", data, must="a pair (x, y) of NumPy arrays", write="data=(x, y)")
     x, y = (np.asarray(part) for part in data)
     if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
         refuse(
             "data",
             must="(x, y) with one row per example in each",
             got=f"shapes {x.shape} and {y.shape}",
-            write="x and y with the same examples",
+            write="data=(x, y), x and y with the same examples",
             error=ValueError,
         )
     return x, y
-
-
-def _positive_number(name: str, value, example: str) -> None:
-    """Refuse ``value`` unless it is a finite number above 0."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
-        got = f"{type(value).__name__} {value!r}"
-        refuse(name, value, must="a number", got=got, write=example)
-    if not value > 0 or not math.isfinite(value):
-        refuse(name, value, must="above 0", got=str(value), write=example, error=ValueError)

@@ -34,9 +34,10 @@ def read_phases(record, where: str) -> Phases:
     times = {}
     for name in TIMES:
         value = field(record, name, where, _HINT)
-        value = float(scalar(value, name, where, "a time in seconds such as 0.01"))
+        value = float(scalar(value, name, where, "a time in seconds such as 0.01", "0.01"))
         if not (math.isfinite(value) and value >= 0):
-            refuse_field(where, name, "a time >= 0 seconds", repr(value), error=ValueError)
+            must, write = "a time >= 0 seconds", f"{name}=0.0"
+            refuse_field(where, name, value, must=must, write=write, error=ValueError)
         times[name] = value
     parts = times["compute_s"] + times["all_reduce_s"]
     if not math.isclose(parts, times["step_s"], rel_tol=1e-6, abs_tol=1e-9):

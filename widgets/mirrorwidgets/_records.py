@@ -9,6 +9,8 @@ from typing import NoReturn
 
 import numpy as np
 
+from mirrorkit._validate import refuse
+
 FIELDS = ("step", "loss_scale", "overflow")
 _HINT = (
     "Each record needs `step`, `loss_scale` and `overflow` (and optionally `loss`), as "
@@ -28,29 +30,37 @@ class ScaleRecord:
     next_scale: float | None = None  # the scale after the step, when the record says it
 
 
-def refuse_field(where: str, name: str, must: str, got, *, error=TypeError) -> NoReturn:
-    """Refuse one field of a record, as ``"<where>: <name> must be <must>, got <got>."``.
+def refuse_field(
+    where: str, name: str, value, *, must: str, write: str, error=TypeError, got=None
+) -> NoReturn:
+    """Refuse one field of a record through :func:`mirrorkit._validate.refuse`'s template.
+
+    The message names the record first: ``"<where>: <name> must be <must>, got <value>:
+    write <write>."``; ``got`` replaces the value shown, as in ``refuse``.
 
     Example:
-        >>> refuse_field("records[0]", "step", "a whole number", 0.5)
+        >>> refuse_field("records[0]", "step", "0", must="a whole number", write="step=0")
         Traceback (most recent call last):
         ...
-        TypeError: records[0]: step must be a whole number, got 0.5.
+        TypeError: records[0]: step must be a whole number, got str '0': write step=0.
     """
-    raise error(f"{where}: {name} must be {must}, got {got}.")
+    refuse(f"{where}: {name}", value, must=must, write=write, error=error, got=got)
 
 
-def scalar(value, name: str, where: str, want: str = "a number") -> np.ndarray:
-    """``value`` as a 0-d array; ``want`` says what it should be (in messages)."""
+def scalar(value, name: str, where: str, want: str, example: str) -> np.ndarray:
+    """``value`` as a 0-d array; ``want`` says what it should be, ``example`` a right value."""
+    write = f"{name}={example}"
     try:
         array = np.asarray(value)
     except Exception:  # noqa: BLE001 - anything numpy cannot read is a bad field
-        refuse_field(where, name, want, type(value).__name__)
+        refuse_field(where, name, value, must=want, write=write, got=type(value).__name__)
     if array.size != 1:
-        refuse_field(where, name, "a single number", f"shape {array.shape}", error=ValueError)
+        got = f"shape {array.shape}"
+        must = "a single number"
+        refuse_field(where, name, value, must=must, write=write, error=ValueError, got=got)
     array = array.reshape(())
     if array.dtype.kind not in "biuf":
-        refuse_field(where, name, want, f"{type(value).__name__} {value!r}")
+        refuse_field(where, name, value, must=want, write=write)
     return array
 
 
@@ -73,9 +83,12 @@ def is_record(record, fields: tuple[str, ...]) -> bool:
 
 def read_step(record, where: str, hint: str) -> int:
     """The record's whole-number ``step``."""
-    step = scalar(field(record, "step", where, hint), "step", where, "a whole number such as 0")
+    step = field(record, "step", where, hint)
+    step = scalar(step, "step", where, "a whole number such as 0", "0")
     if step.dtype.kind == "b" or float(step) != int(step):
-        refuse_field(where, "step", "a whole number (the training step)", repr(step.item()))
+        must = "a whole number (the training step)"
+        got = repr(step.item())  # a float or a bool, shown as it was written
+        refuse_field(where, "step", step, must=must, write="step=0", got=got)
     return int(step)
 
 
@@ -90,23 +103,27 @@ def read_record(record, where: str) -> ScaleRecord:
     step = read_step(record, where, _HINT)
     where = f"{where} (step {step})"
     scale = _field(record, "loss_scale", where)
-    scale = float(scalar(scale, "loss_scale", where, "a positive number such as 32768.0"))
+    scale = float(
+        scalar(scale, "loss_scale", where, "a positive number such as 32768.0", "32768.0")
+    )
     if not (math.isfinite(scale) and scale > 0):
         must = "a positive finite number (dynamic loss scales are powers of 2, such as 32768)"
-        refuse_field(where, "loss_scale", must, repr(scale), error=ValueError)
+        write = "loss_scale=32768.0"
+        refuse_field(where, "loss_scale", scale, must=must, write=write, error=ValueError)
     after = _field(record, "next_scale", where, required=False)
     if after is not None:
-        after = float(scalar(after, "next_scale", where, "a positive number such as 65536.0"))
+        after = float(scalar(after, "next_scale", where, "a positive number", "65536.0"))
         if not (math.isfinite(after) and after > 0):
-            must = "a positive finite number"
-            refuse_field(where, "next_scale", must, repr(after), error=ValueError)
-    flag = scalar(_field(record, "overflow", where), "overflow", where, "True or False")
+            must, write = "a positive finite number", "next_scale=65536.0"
+            refuse_field(where, "next_scale", after, must=must, write=write, error=ValueError)
+    flag = scalar(_field(record, "overflow", where), "overflow", where, "True or False", "False")
     if flag.dtype.kind != "b" and flag.item() not in (0, 1):
-        refuse_field(where, "overflow", "True or False", repr(flag.item()))
+        got = repr(flag.item())  # a count such as 3: shown as written
+        refuse_field(where, "overflow", flag, must="True or False", write="overflow=False", got=got)
     loss = _field(record, "loss", where, required=False)
     if loss is not None:
         # inf or NaN allowed: overflowing steps
-        loss = float(scalar(loss, "loss", where, "a number (the step's loss) or None"))
+        loss = float(scalar(loss, "loss", where, "a number (the step's loss) or None", "0.7"))
     return ScaleRecord(step, scale, bool(flag), loss, after)
 
 

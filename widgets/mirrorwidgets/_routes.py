@@ -62,9 +62,8 @@ def _replica_count(n) -> int:
     if isinstance(n, numbers.Integral) and not isinstance(n, bool):
         write = "e.g. hierarchical_groups(strategy.num_replicas_in_sync)"
         if n < 1:
-            refuse(
-                "n", n, must="a number of replicas >= 1", got=str(n), write=write, error=ValueError
-            )
+            must = "a number of replicas >= 1"
+            refuse("n", int(n), must=must, write=write, error=ValueError)  # int: NumPy's shows so
         return n
     if hasattr(n, "num_replicas_in_sync"):
         hint = "pass its replica count, n=strategy.num_replicas_in_sync"

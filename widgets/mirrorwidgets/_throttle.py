@@ -8,7 +8,7 @@ import statistics
 import time
 from collections import deque
 
-from mirrorkit._validate import refuse
+from mirrorkit._validate import refuse, require_number
 
 
 class Throttle:
@@ -140,21 +140,14 @@ def check_settings(min_interval, budget) -> None:
 
     Raises:
         TypeError: If either is not a number.
-        ValueError: If ``min_interval`` is negative or ``budget`` not in (0, 1].
+        ValueError: If either is not finite, ``min_interval`` is negative or ``budget`` is not
+            in (0, 1].
     """
-    for name, value in (("min_interval", min_interval), ("budget", budget)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            got = f"{type(value).__name__} {value!r}"
-            refuse(name, value, must="a number", got=got, write=f"e.g. {name}=0.05")
-    if not min_interval >= 0:
-        write = "e.g. min_interval=0.05 (0 updates at every step)"
-        refuse(
-            "min_interval",
-            min_interval,
-            must=">= 0 seconds",
-            got=repr(min_interval),
-            write=write,
-            error=ValueError,
-        )
+    write = "e.g. min_interval=0.05 (0 updates at every step)"
+    require_number("min_interval", min_interval, write=write)  # finite too
+    require_number("budget", budget, write="e.g. budget=0.05")
+    if min_interval < 0:
+        must = ">= 0 seconds"
+        refuse("min_interval", min_interval, must=must, write=write, error=ValueError)
     if not 0 < budget <= 1:
         raise ValueError(budget_message(budget))

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import traitlets
 
+from mirrorkit._validate import refuse
 from mirrorwidgets._throttle import budget_message
 
 
 def at_least(*names: str, minimum: float, unit: str = "", why: str = "", example: str = ""):
     """A validator refusing a value of the traits ``names`` below ``minimum``.
 
-    The message reads ``"<name> must be >= <minimum> <unit> (<why>), got <value>: write e.g.
-    <example>."``; ``example`` may say ``{name}`` and ``{default}`` (the trait's default).
+    The message is :func:`mirrorkit._validate.refuse`'s, with a TraitError: ``"<name> must be
+    >= <minimum> <unit> (<why>), got <value>: write e.g. <example>."``; ``example`` may say
+    ``{name}`` and ``{default}``, and is ``{name}={default}`` (the trait's default) if not given.
     Assign the result in a ``HasTraits`` class body, as ``@traitlets.validate`` would be.
 
     Example:
@@ -19,11 +21,11 @@ def at_least(*names: str, minimum: float, unit: str = "", why: str = "", example
         >>> class Chart(traitlets.HasTraits):
         ...     max_points = traitlets.Int(500)
         ...     _points = at_least("max_points", minimum=2, why="a line needs two points")
-        >>> Chart(max_points=1)
+        >>> Chart(max_points=1)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        traitlets.traitlets.TraitError: max_points must be >= 2 (a line needs two points), got 1.
-    """
+        traitlets...TraitError: max_points must be >= 2 (a line needs two points), got 1: write e.g. max_points=500.
+    """  # noqa: E501 - a doctest's expected line
 
     def check(widget, proposal):
         value = proposal["value"]
@@ -32,8 +34,8 @@ def at_least(*names: str, minimum: float, unit: str = "", why: str = "", example
             bound = " ".join(str(part) for part in (minimum, unit) if part != "")
             reason = f" ({why})" if why else ""
             default = widget.traits()[name].default_value
-            todo = f": write e.g. {example.format(name=name, default=default)}" if example else ""
-            raise traitlets.TraitError(f"{name} must be >= {bound}{reason}, got {value!r}{todo}.")
+            write = "e.g. " + (example or "{name}={default}").format(name=name, default=default)
+            refuse(name, value, must=f">= {bound}{reason}", write=write, error=traitlets.TraitError)
         return value
 
     return traitlets.validate(*names)(check)

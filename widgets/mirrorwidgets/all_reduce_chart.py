@@ -160,10 +160,9 @@ class AllReduceChart(SnapshotMixin, ipywidgets.VBox):
         value = proposal["value"]
         if value is not None and value not in self.replica_counts:
             counts = ", ".join(map(str, self.replica_counts))
-            raise traitlets.TraitError(
-                f"replicas must be None (every count) or a measured replica count ({counts}), "
-                f"got {value!r}."
-            )
+            must = f"None (every count) or a measured replica count ({counts})"
+            write = f"e.g. replicas={self.replica_counts[-1]}, or replicas=None"
+            refuse("replicas", value, must=must, write=write, error=traitlets.TraitError)
         return value
 
     def update(self, benchmark) -> None:

@@ -145,11 +145,12 @@ class AllReduceStepper(SnapshotMixin, ipywidgets.VBox):
         last = len(self.steps)
         value = proposal["value"]
         if not 0 <= value <= last:
-            raise traitlets.TraitError(
-                f"step must be from 0 (each replica's own values) to {last} (the result) for "
-                f"this {self.replay.schedule.algorithm} all-reduce on {self.replay.replicas} "
-                f"replicas, got {value}: write e.g. stepper.step = {last}."
+            must = (
+                f"from 0 (each replica's own values) to {last} (the result) for this "
+                f"{self.replay.schedule.algorithm} all-reduce on {self.replay.replicas} replicas"
             )
+            write = f"e.g. stepper.step = {last}"
+            refuse("step", value, must=must, write=write, error=traitlets.TraitError)
         return value
 
     _shown = at_least("values_shown", minimum=1, example="values_shown=3")

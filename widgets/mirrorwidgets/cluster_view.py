@@ -355,7 +355,7 @@ def _addresses(addresses, num_workers: int) -> list[str]:
         else:
             example = "['localhost:2222', 'localhost:2223']"
         must = "a sequence of 'host:port' strings, one per worker"
-        refuse("addresses", addresses, must=must, got=repr(addresses), write=f"addresses={example}")
+        refuse("addresses", addresses, must=must, write=f"addresses={example}")
     addresses = given
     if len(addresses) != num_workers:
         raise ValueError(

@@ -111,11 +111,12 @@ class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
             for cell in reading.cells:
                 shape = cell.entries[index].shape
                 if int(np.prod(shape)) != 1:
-                    raise ValueError(
-                        f"{name} must be one number per replica, got shape {shape} on replica "
-                        f"{cell.replica}: reduce it inside the function given to strategy.run, "
-                        "e.g. return tf.reduce_mean(per_example_loss)."
+                    got = f"shape {shape} on replica {cell.replica}"
+                    must = "one number per replica"
+                    write = (
+                        "return tf.reduce_mean(per_example_loss) in the function strategy.run runs"
                     )
+                    refuse(name, values[name], must=must, write=write, error=ValueError, got=got)
         if self._grid is None:
             self._grid = ReplicaGrid(values, title="per replica")
             self._grid_box.children = [self._grid]
@@ -404,7 +405,7 @@ def _step_number(step, write: str) -> int:
         whole = False
     if not whole:
         must = "a whole number (the training step)"
-        refuse("step", step, must=must, got=f"{type(step).__name__} {step!r}", write=write)
+        refuse("step", step, must=must, write=write)
     return number
 
 

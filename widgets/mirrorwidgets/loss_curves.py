@@ -204,6 +204,10 @@ def read_panels(runs) -> tuple[Panel, ...]:
     return (Panel("", _read_runs(runs, "runs")),)
 
 
+_EXAMPLES = "examples=[64, 128, 256]"
+_LOSSES = "losses=[0.9, 0.7, 0.6]"
+
+
 def _refuse_runs(error: type[Exception], text: str) -> NoReturn:
     """Refuse what LossCurves was given: every message starts by naming the widget."""
     raise error(f"LossCurves: {text}")
@@ -251,11 +255,16 @@ def _read_run(item, where: str) -> Run:
     losses = _numbers(field(item, "losses", where, _HINT), "losses", where)
     if examples.dtype.kind not in "iu":
         must = "whole numbers (the examples seen at each point)"
-        got = f"{examples.dtype} values such as {examples.flat[0]!r}"
-        refuse_field(f"LossCurves: {where}", "examples", must, got)
+        got = f"{examples.dtype} values such as {examples.flat[0].item()!r}"
+        refuse_field(
+            f"LossCurves: {where}", "examples", examples, must=must, write=_EXAMPLES, got=got
+        )
     if np.any(examples < 0) or np.any(np.diff(examples) <= 0):
         must = "0 or more and increase from point to point"
-        refuse_field(f"LossCurves: {where}", "examples", must, examples.tolist(), error=ValueError)
+        shown = examples.tolist()
+        refuse_field(
+            f"LossCurves: {where}", "examples", shown, must=must, write=_EXAMPLES, error=ValueError
+        )
     if len(losses) != len(examples):
         _refuse_runs(
             ValueError,
@@ -269,18 +278,20 @@ def _read_run(item, where: str) -> Run:
             _refuse_runs(ValueError, f"{where} has no 'label' and no 'replicas'. {_HINT}")
         label = f"{replicas} replica{'' if replicas == 1 else 's'}"
     if not isinstance(label, str) or not label:
-        got = f"{type(label).__name__} {label!r}"
-        refuse_field(f"LossCurves: {where}", "label", "a non-empty str", got)
+        write = "label='4 replicas'"
+        refuse_field(f"LossCurves: {where}", "label", label, must="a non-empty str", write=write)
     return Run(label, tuple(int(n) for n in examples), tuple(float(v) for v in losses))
 
 
 def _numbers(values, name: str, where: str) -> np.ndarray:
+    record, write = f"LossCurves: {where}", _EXAMPLES if name == "examples" else _LOSSES
     if isinstance(values, str | bytes | Mapping):
-        refuse_field(f"LossCurves: {where}", name, "a list of numbers", type(values).__name__)
+        got = type(values).__name__
+        refuse_field(record, name, values, must="a list of numbers", write=write, got=got)
     array = np.asarray(values)
     if array.ndim != 1 or array.dtype.kind not in "iuf" or array.dtype.kind == "b":
         got = f"{type(values).__name__} of shape {array.shape} and dtype {array.dtype}"
-        refuse_field(f"LossCurves: {where}", name, "a flat list of numbers", got)
+        refuse_field(record, name, values, must="a flat list of numbers", write=write, got=got)
     if len(array) == 0:
         _refuse_runs(ValueError, f"{where}: {name} is empty: a run needs at least one point.")
     return array

@@ -92,7 +92,7 @@ class ReplicaGrid(SnapshotMixin, ipywidgets.VBox):
             raise
         self.observe(self._redraw, names=["title", "labels", "large_view", "small", "max_entries"])
 
-    _positive = at_least("small", "max_entries", minimum=1, example="{name}={default}")
+    _positive = at_least("small", "max_entries", minimum=1)
 
     def update(self, value, after=None) -> None:
         """Show a new value (and optionally its all-reduced result) in place.

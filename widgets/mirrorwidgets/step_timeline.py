@@ -15,6 +15,7 @@ import statistics
 import ipywidgets
 import traitlets
 
+from mirrorkit._validate import refuse
 from mirrorkit.report.units import format_percent, format_seconds
 from mirrorwidgets._phases import PHASES, Phases, check_order, read_phases, read_steps
 from mirrorwidgets._render import FONT, GREY, RED, container, esc
@@ -115,7 +116,8 @@ class StepTimeline(SnapshotMixin, ipywidgets.VBox):
     def _positive(self, proposal):
         value = proposal["value"]
         if value is not None and not value > 0:
-            raise traitlets.TraitError(f"y_max must be None or > 0 seconds, got {value!r}.")
+            must, write = "None or > 0 seconds", "e.g. y_max=None (to fit the longest step)"
+            refuse("y_max", value, must=must, write=write, error=traitlets.TraitError)
         return value
 
     @property

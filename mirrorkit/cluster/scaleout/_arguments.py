@@ -1,7 +1,7 @@
 """What every scale-out configuration checks first: hosts, ports, counts, one-line strings.
 
 Each refuses with a ValueError (wrong kinds too: these describe text written into files)
-through :func:`mirrorkit._validate.refuse`, naming the argument and what to write.
+through :mod:`mirrorkit._validate`, naming the argument and what to write.
 
 Example:
     >>> from mirrorkit.cluster.scaleout._arguments import worker_addresses
@@ -11,11 +11,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from mirrorkit._validate import refuse
+from mirrorkit._validate import refuse, require_int, require_items, require_text
 
 #: The port a worker listens on when its host is given without one.
 DEFAULT_PORT = 12345
@@ -33,12 +34,27 @@ SECURITY_LINES = (
 )
 
 
+@contextlib.contextmanager
+def _wrong_kinds_as_values() -> Iterator[None]:
+    """A helper's TypeError (a wrong kind) raised as a ValueError, as this module refuses all."""
+    try:
+        yield
+    except TypeError as error:
+        raise ValueError(str(error)) from None
+
+
 def check_port(port: object, what: str = "port") -> int:
-    """``port`` if it is an int from 1 to 65535, else a ValueError naming ``what``."""
-    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+    """``port`` if it is an int from 1 to 65535, else a ValueError naming ``what``.
+
+    Example:
+        >>> from mirrorkit.cluster.scaleout._arguments import check_port
+        >>> check_port(2222)
+        2222
+    """
+    write = f"a free port such as {DEFAULT_PORT}"
+    with _wrong_kinds_as_values():
         must = "an int from 1 to 65535"
-        refuse(what, port, must=must, write=f"a free port such as {DEFAULT_PORT}", error=ValueError)
-    return port
+        return require_int(what, port, must=must, write=write, minimum=1, maximum=65535)
 
 
 def parse_host(spec: object, port: int) -> str:
@@ -90,12 +106,10 @@ def _is_ipv6(text: str) -> bool:
 
 def worker_addresses(hosts: Sequence[str], port: int | None) -> list[str]:
     """Validate ``hosts`` and return one ``host:port`` per worker, in order."""
-    if isinstance(hosts, str):
-        must = "a list of strings, one per worker"
+    with _wrong_kinds_as_values():
         write = "hosts.split(',') for a comma-separated string"
-        refuse("hosts", hosts, must=must, write=write, error=ValueError)
+        hosts = require_items("hosts", hosts, write=write, allow_empty=True)
     default_port = DEFAULT_PORT if port is None else check_port(port)
-    hosts = list(hosts)
     if not hosts:
         must = "one 'host' or 'host:port' per worker"
         write = "hosts=['node1', 'node2']"
@@ -120,9 +134,10 @@ def worker_addresses(hosts: Sequence[str], port: int | None) -> list[str]:
 def worker_config(addresses: list[str], index: object, task_type: str) -> dict:
     """The TF_CONFIG dict of worker ``index`` of the cluster ``addresses``."""
     last = len(addresses) - 1
-    if isinstance(index, bool) or not isinstance(index, int):
-        must = "an int (this worker's position in hosts)"
-        refuse("index", index, must=must, write="index=0", error=ValueError)
+    with _wrong_kinds_as_values():
+        require_int(
+            "index", index, must="an int (this worker's position in hosts)", write="index=0"
+        )
     if not 0 <= index <= last:
         must = f"this machine's position in hosts (use 0 to {last})"
         got = f"{index}, out of range for {len(addresses)} hosts"
@@ -154,16 +169,29 @@ def check_target(script_target: object) -> str:
 
 
 def check_count(value: object, what: str) -> int:
-    """``value`` if it is an int of at least 1 (one worker each), else a ValueError."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    """``value`` if it is an int of at least 1 (one worker each), else a ValueError.
+
+    Example:
+        >>> from mirrorkit.cluster.scaleout._arguments import check_count
+        >>> check_count(4, "nodes")
+        4
+    """
+    with _wrong_kinds_as_values():
         must = "an int >= 1 (one worker each)"
-        refuse(what, value, must=must, write=f"{what}=2", error=ValueError)
-    return value
+        return require_int(what, value, must=must, write=f"{what}=2", minimum=1)
 
 
 def check_line(value: object, what: str) -> str:
-    """``value`` stripped, if it is text on one line that is not empty, else a ValueError."""
-    if not isinstance(value, str) or not value.strip() or any(c in value for c in "\n\r\0"):
+    """``value`` stripped, if it is text on one line that is not empty, else a ValueError.
+
+    Example:
+        >>> from mirrorkit.cluster.scaleout._arguments import check_line
+        >>> check_line(" gpu ", "partition")
+        'gpu'
+    """
+    with _wrong_kinds_as_values():
+        require_text(what, value, write=f"{what} on one line")
+    if any(c in value for c in "\n\r\0"):
         must = "a non-empty string on one line"
         refuse(what, value, must=must, write=f"{what} on one line", error=ValueError)
     return value.strip()
