@@ -83,14 +83,11 @@ def make_strategy(all_reduce: str = "collective", devices=None):
             "default) or 'one_device' instead."
         )
     if all_reduce == "hierarchical_copy" and len(devices) % 2 and len(devices) > 1:
-        refuse(
-            "devices",
-            must="an even number of names for hierarchical_copy",
-            got=f"{len(devices)} devices, which would leave {devices[-1]}'s values out of every "
-            "sum, without an error (TensorFlow's HierarchicalCopyAllReduce splits the devices "
-            f"into two groups of {len(devices) // 2}, and the last one is in neither)",
-            write="an even number of devices, or all_reduce='collective'",
-            error=ValueError,
+        raise ValueError(  # two arguments together, and chapter 1 prints this message
+            f"hierarchical_copy on {len(devices)} devices would leave {devices[-1]}'s values out "
+            f"of every sum, without an error: TensorFlow's HierarchicalCopyAllReduce splits the "
+            f"devices into two groups of {len(devices) // 2}, and the last one is in neither. "
+            "Pass an even number of devices, or use all_reduce='collective'."
         )
 
     key = (devices, all_reduce)
