@@ -2,8 +2,8 @@
 
 Every message has one shape, ``"<name> must be <what>, got <value>: write <example>."``,
 built by :func:`refuse`; the helpers below cover the arguments the package takes (flags,
-counts, numbers, seconds, sizes, replica counts, choices, paths, functions, sequences and
-strategies). This module imports no TensorFlow, so TensorFlow-free code can use it.
+counts, numbers, seconds, sizes, choices, paths, functions, sequences and strategies). This
+module imports no TensorFlow, so TensorFlow-free code can use it.
 
 Example:
     >>> from mirrorkit._validate import require_count
@@ -211,22 +211,6 @@ def require_size(name: str, value, *, write: str, minimum: int = 1, multiple_of:
         must = f"a multiple of {multiple_of} bytes"
         refuse(name, value, must=must, write=write, error=ValueError, got=got)
     return nbytes
-
-
-def require_replicas(name: str, value, *, available: int | None = None, write: str) -> int:
-    """A replica count: an int of at least 1, and at most ``available`` devices if given.
-
-    Example:
-        >>> require_replicas("n", 8, available=4, write="n=4")
-        Traceback (most recent call last):
-        ...
-        ValueError: n must be at most 4 (the devices there are), got 8: write n=4.
-    """
-    value = require_count(name, value, write=write)
-    if available is not None and value > available:
-        must = f"at most {available} (the devices there are)"
-        refuse(name, value, must=must, write=write, error=ValueError)
-    return value
 
 
 def require_choice(name: str, value, choices: Iterable, *, write: str | None = None):
