@@ -25,8 +25,13 @@ USAGE = """mirrorbook's task runner. Needs only Python (3.11, 3.12 or 3.13) and 
     python3 dev.py book         set up, execute every chapter, build the HTML book, and
                                 write the labs (student editions and autograders, build/labs/)
     python3 dev.py labs [CH..]  set up and write only the labs
-    python3 dev.py grade CH NB..  grade submitted notebooks of chapter CH (e.g. 3) offline,
-                                without Docker: a score per exercise, the checks' feedback
+    python3 dev.py grade CH PATH..  grade a class's notebooks of chapter CH (e.g. 3): PATH is
+                                a folder of them or the notebooks, one per student (the file
+                                name is the student); several at once (--jobs N, default the
+                                cores), each in a sandbox within --timeout SECONDS (900);
+                                prints a table, merges build/labs/<chapter>/grades.csv and
+                                writes feedback/<student>.md (--out FOLDER); --seed N repeats
+                                a grading's draws; exit status 1 if any was not graded
     python3 dev.py test         set up, then lint, doctests, unit and browser tests and nbval;
                                 then the same tests on the other supported Pythons and at
                                 the oldest supported TensorFlow (Colab's), and a summary

@@ -190,7 +190,9 @@ def master_notebook(nb, name: str):
     Cells before the first exercise stay as they are; each exercise becomes an otter
     question (one point) whose solution cell is the chapter's solution with the blank answer
     as the student's prompt, followed by the chapter's check cell (the learner's own check)
-    and the question's test (:func:`otter_test`). The Solutions block is left out.
+    and the question's test (:func:`otter_test`). The Solutions block is left out. The
+    chapter's cells keep their stored outputs, except the exercises' own cells (from the
+    task to the check), so the answer key shows the chapter as it ran.
 
     Args:
         nb: The chapter, an ``nbformat`` notebook.
@@ -240,7 +242,8 @@ def master_notebook(nb, name: str):
     for position, exercise in enumerate(found):
         stop = found[position + 1].prompt if position + 1 < len(found) else len(nb.cells)
         cells.append(new_raw_cell(f"# BEGIN QUESTION\nname: {exercise.name}\npoints: 1"))
-        cells += [_copy(nb.cells[i]) for i in range(exercise.prompt, exercise.answer)]
+        # An exercise's own cells carry no outputs (the key's check would print its verdict).
+        cells += [_copy(nb.cells[i], False) for i in range(exercise.prompt, exercise.answer)]
         blank = nb.cells[exercise.answer].source
         solution = (
             f"# BEGIN SOLUTION NO PROMPT\n{exercise.solution}\n# END SOLUTION\n"
@@ -248,7 +251,8 @@ def master_notebook(nb, name: str):
         )
         cells += [new_raw_cell("# BEGIN SOLUTION"), new_code_cell(solution)]
         cells.append(new_raw_cell("# END SOLUTION"))
-        cells += [_copy(nb.cells[i]) for i in range(exercise.answer + 1, exercise.check + 1)]
+        after = range(exercise.answer + 1, exercise.check + 1)
+        cells += [_copy(nb.cells[i], False) for i in after]
         check = nb.cells[exercise.check].source
         cells += [new_raw_cell("# BEGIN TESTS"), new_code_cell(otter_test(exercise, check))]
         cells += [new_raw_cell("# END TESTS"), new_raw_cell("# END QUESTION")]
@@ -257,12 +261,12 @@ def master_notebook(nb, name: str):
     return nbformat.v4.new_notebook(cells=cells, metadata=dict(nb.metadata))
 
 
-def _copy(cell):
-    """A cell as the lab shows it: no stored outputs (the learner runs it)."""
+def _copy(cell, outputs: bool = True):
+    """A copy of a chapter's cell, with its stored outputs or (``outputs=False``) without."""
     import copy
 
     cell = copy.deepcopy(cell)
-    if cell.cell_type == "code":
+    if cell.cell_type == "code" and not outputs:
         cell.outputs, cell.execution_count = [], None
     return cell
 
@@ -274,12 +278,16 @@ class Lab:
     Attributes:
         student: The student edition (solutions removed, checks and otter's cells kept).
         answer_key: The chapter with the solutions in place, for the instructor.
-        autograder: The zip :func:`grade` and ``otter run -a`` grade with.
+        autograder: The zip otter-grader made (for courses that grade with otter or Gradescope;
+            ``dev.py grade`` uses ``program``).
+        program: The grading program, ``program.json``, :func:`~bookbuild.grading.grade`
+            runs (:mod:`bookbuild.grading.program`).
     """
 
     student: Path
     answer_key: Path
     autograder: Path
+    program: Path
 
 
 def build_lab(chapter: dict, into: Path = LABS) -> Lab:
@@ -318,7 +326,10 @@ def build_lab(chapter: dict, into: Path = LABS) -> Lab:
     zips = sorted((out / "autograder").glob("*.zip"))
     if len(zips) != 1:
         raise RuntimeError(f"otter assign wrote {len(zips)} autograder zips in {out}, not one.")
-    return Lab(student, out / "autograder" / path.name, zips[0])
+    from bookbuild.grading.program import write_program
+
+    program = write_program(chapter, out / "autograder" / "program.json")
+    return Lab(student, out / "autograder" / path.name, zips[0], program)
 
 
 STUDENT_NOTE = (
@@ -332,11 +343,14 @@ def _finish_student(student: Path) -> None:
 
     Its otter cell installs otter-grader where it is missing (Colab), the link to the book's
     chapter (which has the solutions) goes, and the exercises' introduction says where the
-    solutions are not.
+    solutions are not. ``otter assign`` clears every output: the chapter's cells get theirs
+    back from the answer key beside it (:func:`_restore_outputs`), readable without a kernel.
     """
     import nbformat
 
     nb = nbformat.read(student, as_version=4)
+    key = nbformat.read(student.parent.parent / "autograder" / student.name, as_version=4)
+    _restore_outputs(nb, key)
     init = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Initialize")]
     if len(init) != 1 or "import otter\n" not in init[0].source:
         raise RuntimeError(f"{student} has no otter init cell to complete.")
@@ -353,6 +367,56 @@ def _finish_student(student: Path) -> None:
             head, _, rest = cell.source.partition("\n\n**Exercise 1.**")
             cell.source = f"{head}\n\n{STUDENT_NOTE}\n\n**Exercise 1.**{rest}"
     nbformat.write(nb, student)
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _restore_outputs(student, key) -> None:
+    """Give the student edition's chapter cells the outputs they have in the answer key.
+
+    A code cell gets the outputs of the next key cell with the same source; the key's
+    exercise cells have none (:func:`master_notebook`) and the student's answer cells differ
+    from the key's, so answers, checks and otter's cells stay empty. The live widget views go
+    (they need a kernel, and JupyterLab shows an error in their place, not the snapshot): the
+    widgets' ``text/html`` snapshots stay, and so does no widget state.
+
+    Example:
+        >>> from nbformat.v4 import new_code_cell, new_notebook, new_output
+        >>> view = {WIDGET_VIEW: {"model_id": "m"}, "text/html": "<b>4</b>", "text/plain": "4"}
+        >>> shown = new_output("display_data", data=view)
+        >>> key = new_notebook(cells=[new_code_cell("show()", outputs=[shown]),
+        ...                           new_code_cell("x = 1  # solution")])
+        >>> student = new_notebook(cells=[new_code_cell("x = ..."), new_code_cell("show()")],
+        ...                        metadata={"widgets": {}})
+        >>> _restore_outputs(student, key)
+        >>> [[sorted(o.data) for o in c.outputs] for c in student.cells], student.metadata
+        ([[], [['text/html', 'text/plain']]], {})
+    """
+    student.metadata.pop("widgets", None)
+    stored = [c for c in key.cells if c.cell_type == "code"]
+    at = 0
+    for cell in student.cells:
+        if cell.cell_type != "code":
+            continue
+        match = next((i for i in range(at, len(stored)) if stored[i].source == cell.source), None)
+        if match is None:
+            continue
+        at = match + 1
+        outputs = [_without_widget_view(o) for o in stored[match].outputs]
+        cell.outputs = [o for o in outputs if o is not None]
+        cell.execution_count = stored[match].execution_count if cell.outputs else None
+
+
+def _without_widget_view(output):
+    """An output without its live widget view; None if nothing else was in it."""
+    import copy
+
+    if WIDGET_VIEW not in output.get("data", {}):
+        return output
+    output = copy.deepcopy(output)
+    del output.data[WIDGET_VIEW]
+    return output if output.data else None
 
 
 def _finish_answer_key(key: Path) -> None:

@@ -29,7 +29,8 @@ def load_manifest(path: Path = MANIFEST) -> dict:
     Returns:
         ``{"book": the [book] table, branch defaulted to "main"; "source": the chapters'
         folder; "chapters": one dict per chapter, in reading order, with its "path" added;
-        "output": where the HTML is built; "folder": the manifest's own folder}``.
+        "output": where the HTML is built; "folder": the manifest's own folder}``. A chapter's
+        ``grade_replicas`` (the second grading run's replica counts) defaults to ``[2, 8]``.
 
     Raises:
         SystemExit: If no chapter is listed, a chapter's ``nbval`` is not one of
@@ -74,6 +75,12 @@ def _chapters(path: Path, data: dict, source: Path) -> list[dict]:
         if chapter["nbval"] not in NBVAL_MODES:
             raise SystemExit(
                 f"{path}: chapter {chapter['file']}: nbval must be one of {list(NBVAL_MODES)}"
+            )
+        counts = chapter.setdefault("grade_replicas", [2, 8])
+        if not (isinstance(counts, list) and all(type(n) is int and n >= 1 for n in counts)):
+            raise SystemExit(
+                f"{path}: chapter {chapter['file']}: grade_replicas must be a list of replica "
+                f"counts (whole numbers >= 1), e.g. [2, 8] or [], got {counts!r}"
             )
         chapters.append(chapter)
     if not chapters:

@@ -30,9 +30,10 @@ from bookbuild.checks import (
 )
 from bookbuild.claims import claim_changes
 from bookbuild.execute import execute_chapters
-from bookbuild.grading import grade, grades_table, write_grades_csv
+from bookbuild.grading.built_labs import lab_for
+from bookbuild.grading.command import grade_command
 from bookbuild.jupyterbook import build_html
-from bookbuild.labs import build_lab, chapters_with_exercises
+from bookbuild.labs import chapters_with_exercises
 from bookbuild.manifest import load_manifest
 from bookbuild.shell import run
 
@@ -48,8 +49,9 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
     (or one of its K shards); ``_nbval [PYTEST-ARGUMENT ...]`` runs nbval on copies of the
     chapters in a temporary folder; ``_versions`` prints this environment's Python, TensorFlow
     and Keras versions for the test summary; ``_labs [CHAPTER ...]`` writes the student
-    editions and autograders (build/labs/); ``_grade CHAPTER SUBMISSION ...`` grades
-    submitted notebooks and prints a score per exercise with the check's feedback.
+    editions and autograders (build/labs/); ``_grade CHAPTER PATH ... [--timeout S] [--jobs N]
+    [--seed N] [--out FOLDER]`` grades a class's notebooks side by side and writes grades.csv
+    and a feedback file per student.
 
     Args:
         command: The task's name, with its leading underscore.
@@ -90,28 +92,23 @@ def _claims(args: list[str]) -> None:
 
 
 def _labs(args: list[str]) -> None:
-    """Write the student edition and autograder of the chapters named (all by default)."""
+    """Write the student edition and autograder of the chapters named (all by default).
+
+    A lab built from the same chapter and code is kept; a new one takes the old one's place in
+    one step, with its grades.csv and feedback/ (:func:`bookbuild.grading.built_labs.lab_for`).
+    """
     for chapter in chapters_with_exercises(load_manifest(), args):
-        lab = build_lab(chapter)
+        lab = lab_for(chapter)
         print(f"{chapter['file']}: student edition {lab.student.relative_to(ROOT)}")
         print(f"{' ' * len(chapter['file'])}  answer key {lab.answer_key.relative_to(ROOT)}")
         print(f"{' ' * len(chapter['file'])}  autograder {lab.autograder.relative_to(ROOT)}")
 
 
 def _grade(args: list[str]) -> None:
-    """Grade submissions of one chapter; print the table and write grades.csv beside them."""
-    if len(args) < 2:
-        raise SystemExit("[dev] usage: python3 dev.py grade CHAPTER SUBMISSION.ipynb [...]")
-    (chapter,) = chapters_with_exercises(load_manifest(), args[:1])
-    submissions = [Path(a).resolve() for a in args[1:]]
-    missing = [str(s) for s in submissions if not s.is_file()]
-    if missing:
-        raise SystemExit(f"[dev] no such submission: {', '.join(missing)}")
-    lab = build_lab(chapter)
-    grades = [grade(lab, submission) for submission in submissions]
-    print(grades_table(grades))
-    csv = write_grades_csv(grades, lab.autograder.parent.parent / "grades.csv")
-    print(f"[dev] wrote {csv.relative_to(ROOT)}")
+    """Grade a class's submissions of one chapter (``--help``): bookbuild/grading/command.py."""
+    status = grade_command(args)
+    if status:
+        raise SystemExit(status)
 
 
 def _suite(args: list[str]) -> None:

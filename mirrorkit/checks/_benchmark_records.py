@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import platform
+import sys
 from collections.abc import Mapping
 
 from mirrorkit._validate import refuse, require_int, require_size
@@ -111,3 +114,45 @@ def same(a: float, b: float) -> bool:
 
 def listing(values) -> str:
     return ", ".join(values)
+
+
+def this_machine() -> dict:
+    """The facts of this machine that :func:`mk.benchmark_all_reduce` records in ``machine``.
+
+    Example:
+        >>> from mirrorkit.checks._benchmark_records import this_machine
+        >>> this_machine()["cpu_count"] == os.cpu_count()
+        True
+    """
+    facts = {"cpu_count": os.cpu_count(), "python": platform.python_version()}
+    tensorflow = sys.modules.get("tensorflow")
+    if tensorflow is not None and isinstance(getattr(tensorflow, "__version__", None), str):
+        facts["tensorflow"] = tensorflow.__version__
+    return facts
+
+
+def not_measured_here(benchmark, argument: str, again: str) -> str | None:
+    """Why ``benchmark`` was not measured by mk.benchmark_all_reduce on this machine, or None.
+
+    A benchmark records the machine it ran on; one typed in, built from copied numbers or
+    loaded from another machine's file does not hold this machine's facts.
+    """
+    machine = getattr(benchmark, "machine", None)
+    machine = machine if isinstance(machine, Mapping) else {}
+    differ = [k for k, v in this_machine().items() if machine.get(k) != v]
+    if not differ:
+        return None
+    why = (
+        "it records no machine at all"
+        if not machine
+        else "its machine is not this one ("
+        + ", ".join(
+            f"{k} {machine.get(k)!r}, here {v!r}" for k, v in this_machine().items() if k in differ
+        )
+        + ")"
+    )
+    return (
+        f"{argument} was not measured here by mk.benchmark_all_reduce: {why}. Numbers typed in, "
+        "copied from an earlier output or loaded from another run are not a measurement: "
+        f"{again}."
+    )

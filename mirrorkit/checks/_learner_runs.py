@@ -10,11 +10,14 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import numbers
+import re
+
 import numpy as np
 
 from mirrorkit._validate import refuse
 from mirrorkit.checks._steps import build_model, check_layers, flat_float64
-from mirrorkit.checks.result import raised
 from mirrorkit.report.values import error_lines
 
 LEARNING_RATE = 0.1
@@ -93,9 +96,156 @@ def _traced_why(error: BaseException) -> str:
         return ours[-1].removeprefix("LearnerError: ")
     if isinstance(error, LearnerError):
         return str(error)
-    named = [line for line in lines if line.startswith(f"{type(error).__name__}: ")]
-    what = named[-1] if named else raised(error)
-    return f"your function failed inside strategy.run: {what.rstrip('.')}."
+    if numpy_in_graph(error):
+        return NUMPY_IN_GRAPH
+    return f"your function failed inside strategy.run: {innermost_error(error).rstrip('.')}."
+
+
+_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit|Warning))(?:: (.*))?$")
+_USER_FRAME = re.compile(r'^File "([^"]+)", line (\d+), in (\S+)')
+
+# Why a NumPy call fails in a traced step, as the learner should read it.
+NUMPY_IN_GRAPH = (
+    "your code turns a tensor into NumPy (.numpy(), np.mean, float(...)), but inside "
+    "strategy.run and tf.function a tensor is symbolic: it has no value yet while the step is "
+    "traced. Write the computation with TensorFlow operations (tf.reduce_sum, tf.reduce_mean, "
+    "tf.cast) and return a tensor."
+)
+_NUMPY_SIGNS = (
+    "object has no attribute 'numpy'",
+    "Cannot convert a symbolic tf.Tensor",
+    "Cannot convert a symbolic Keras",
+    "Expected any non-tensor type, but got a tensor instead",
+    "Attempting to capture an EagerTensor without building a function",
+)
+
+
+def numpy_in_graph(error: BaseException) -> bool:
+    """Whether ``error`` says NumPy was asked for the value of a traced (symbolic) tensor.
+
+    Example:
+        >>> numpy_in_graph(AttributeError("'SymbolicTensor' object has no attribute 'numpy'"))
+        True
+        >>> numpy_in_graph(ValueError("Dimensions must be equal"))
+        False
+    """
+    text = str(error)
+    return any(sign in text for sign in _NUMPY_SIGNS)
+
+
+def innermost_error(error: BaseException) -> str:
+    r"""``'XxxError: message'``: the error TensorFlow wrapped, not its "in user code:" header.
+
+    A traced function's error carries the learner's traceback in its message; the last line
+    naming an error is the one that says why. The learner's own line is added when the
+    traceback names it (a frame outside TensorFlow, Keras and NumPy).
+
+    Example:
+        >>> innermost_error(ValueError('in user code:\n\n  File "<answer>", line 3, in loss  *\n'
+        ...     '      return x + y\n\n  ValueError: Dimensions must be equal, but are 4 and 5'))
+        'ValueError: Dimensions must be equal, but are 4 and 5 (in loss, line 3: return x + y)'
+        >>> innermost_error(KeyError("k"))
+        "KeyError: 'k'"
+    """
+    lines = [line for line in error_lines(error) if line != "in user code:"]
+    named = [m for m in (_ERROR_LINE.match(line) for line in lines) if m]
+    if named and named[-1].group(2):
+        what = f"{named[-1].group(1)}: {named[-1].group(2)}"
+    else:
+        first = next((line for line in lines if not _USER_FRAME.match(line)), "")
+        what = f"{type(error).__name__}: {first or str(error) or 'no message'}"
+    what = re.sub(r" for '\{\{node .*$", "", what)[:240]
+    where = _learner_line(lines)
+    return f"{what} ({where})" if where else what
+
+
+def _learner_line(lines: list[str]) -> str:
+    """'in f, line N: code' for the last frame of the learner's code a traceback names."""
+    found = ""
+    for index, line in enumerate(lines):
+        frame = _USER_FRAME.match(line)
+        if frame and not re.search(r"site-packages|dist-packages|/mirrorkit/", frame.group(1)):
+            code = lines[index + 1] if index + 1 < len(lines) else ""
+            code = "" if _USER_FRAME.match(code) or _ERROR_LINE.match(code) else code
+            found = f"in {frame.group(3)}, line {frame.group(2)}" + (f": {code}" if code else "")
+    return found[:160]
+
+
+def learner_error(error: BaseException, what: str) -> str:
+    """One sentence for an error the learner's ``what`` raised: the real error, or NumPy's why.
+
+    Example:
+        >>> learner_error(AttributeError("'SymbolicTensor' object has no attribute 'numpy'"),
+        ...     "evaluate")[:42]
+        'evaluate failed: your code turns a tensor '
+    """
+    if isinstance(error, LearnerError):
+        return str(error)
+    if numpy_in_graph(error):
+        return f"{what} failed: {NUMPY_IN_GRAPH}"
+    return f"{what} raised {innermost_error(error).rstrip('.')}."
+
+
+def guarded(function, what: str):
+    """``function`` whose errors become :class:`LearnerError` sentences, even when traced.
+
+    Raised inside ``tf.function``, an error reaches the caller wrapped in AutoGraph's
+    "in user code:" text; a LearnerError's sentence is then found again by ``run_learner``.
+
+    Example:
+        >>> guarded(lambda x: 1 / x, "compute_loss")(0)
+        Traceback (most recent call last):
+        ...
+        mirrorkit.checks._learner_runs.LearnerError: compute_loss raised ZeroDivisionError: ...
+    """
+
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except LearnerError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the learner's code: a verdict
+            raise LearnerError(learner_error(error, what)) from None
+
+    return run
+
+
+def literal_numbers(function) -> tuple[float, ...]:
+    """The numbers written in ``function`` (and its nested functions), or read from globals.
+
+    These are the candidates for a number fixed for one replica count (a 4 or a 32). 0 and
+    1 are left out; so are True and False.
+
+    Example:
+        >>> def loss(x):
+        ...     return x / 32 + 0.5 * x
+        >>> literal_numbers(loss)
+        (0.5, 32)
+    """
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    if code is None:
+        return ()
+    found: dict = {}
+    names: set = set()
+    stack = [code]
+    while stack:
+        each = stack.pop()
+        names.update(each.co_names)
+        for const in each.co_consts:
+            if hasattr(const, "co_consts"):
+                stack.append(const)
+            elif isinstance(const, numbers.Real) and not isinstance(const, bool):
+                found[const] = None
+    scope = getattr(function, "__globals__", {})
+    for name in names:
+        value = scope.get(name)
+        if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
+            found[value] = None
+    for value in getattr(function, "__defaults__", None) or ():
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            found[value] = None
+    return tuple(sorted(v for v in found if v not in (0, 1, -1) and np.isfinite(v)))
 
 
 def same_gradient(a: np.ndarray, b: np.ndarray) -> bool:

@@ -308,3 +308,73 @@ def good_pattern(loss) -> str:
     else:
         make = "your per-example loss function"
     return f"loss_fn = {make}; {_GOOD_STEPS}"
+
+
+def _fits(measured, predicted) -> bool:
+    return bool(measured) and all(
+        abs(m - p) <= 0.02 * abs(p) + 1e-3 for m, p in zip(measured, predicted, strict=True)
+    )
+
+
+def fixed_number_cause(weights, sizes, global_batch, literals, reg_weight=None) -> str | None:
+    """The sentence naming a number fixed for one replica count, if one explains the weights.
+
+    ``weights`` are the examples' weights per replica (1 is right), ``sizes`` the replicas'
+    examples, ``literals`` the numbers written in the learner's code. A literal that equals
+    the replicas or the global batch here is no mistake, so it explains nothing. Each rule is
+    the right loss with a fixed number where the strategy's own belongs: dividing by it in
+    place of the global batch, in place of the replicas, multiplying by it in place of the
+    replicas, or dividing by it on top of a loss already scaled.
+
+    Example:
+        >>> fixed_number_cause([0.75, 0.75, 0.75], (8, 8, 8), 24, (32,))[:54]
+        'Your loss divides by a fixed 32 where the global batch'
+        >>> fixed_number_cause([1.0, 1.0], (8, 8), 16, (32,)) is None
+        True
+    """
+    n, b = len(sizes), global_batch
+    filled = [i for i, size in enumerate(sizes) if size]
+    measured = [float(weights[i]) for i in filled]
+    forms = ([1.0] * len(filled), [b / (n * sizes[i]) for i in filled])
+    data_right = _fits(measured, [1.0] * len(measured))
+    by_batch = any(math.isclose(v, b) for v in literals)
+    if by_batch and reg_weight is not None and data_right and _fits([reg_weight], [n / b]):
+        return (
+            f"The regularization is counted {number(n / b)} times in all, not once: your "
+            f"loss divides the penalty by the global batch ({b}), but the penalty is no "
+            f"per-example loss. Use {_GOOD_REGULARIZATION}."
+        )
+    for literal in literals:
+        c = float(literal) if abs(literal) >= 1 else 1.0 / float(literal)
+        shown = f"{literal:g}" if abs(literal) >= 1 else f"{literal:g} (1/{c:g})"
+        if math.isclose(c, n) or math.isclose(c, b) or c <= 0:
+            continue
+        if not data_right:
+            batch_fix = (
+                "divide by the examples of the global batch, computed where the loss runs: "
+                "GLOBAL_BATCH (made from strategy.num_replicas_in_sync) when every batch is "
+                "full, the all-reduced count of examples when one can be short"
+            )
+            replica_fix = "use strategy.num_replicas_in_sync, which follows the replicas"
+            rules = (
+                (
+                    b / c,
+                    f"divides by a fixed {shown} where the global batch here is {b}",
+                    batch_fix,
+                ),
+                (n / c, f"divides by a fixed {shown} where there are {n} replicas", replica_fix),
+                (c / n, f"multiplies by a fixed {shown} where there are {n} replicas", replica_fix),
+                (1 / c, f"divides by a fixed {shown} on top of a loss already scaled", batch_fix),
+            )
+            for factor, what, fix in rules:
+                if any(_fits(measured, [factor * f for f in form]) for form in forms):
+                    return (
+                        f"Your loss {what}, a number right for one replica count or batch "
+                        f"only: {fix}, never a number written in the code."
+                    )
+        if reg_weight is not None and _fits([reg_weight], [n / c]):
+            return (
+                f"Your loss divides the penalty by a fixed {shown} where there are {n} "
+                f"replicas, so it counts {number(n / c)} times: use {_GOOD_REGULARIZATION}."
+            )
+    return None

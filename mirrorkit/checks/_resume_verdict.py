@@ -17,8 +17,26 @@ from mirrorkit.checks.result import CheckResult
 from mirrorkit.training.recipes import compare_weights
 
 STEPS = 12  # steps of every run the check makes
-SAVE_EVERY = 4  # save() is called after steps 4, 8 and 12
+SAVE_EVERY = 4  # save() is called after steps 4, 8 and 12 (the book's seed's plan)
 KILL_AFTER = 6  # the last worker is killed after this step: the checkpoint of step 4 remains
+# (save_every, kill_after) of the check's runs: the seed picks one, so that no step number or
+# checkpoint name written into an answer fits every run. Seed 42 (the book's) and 0 pick the
+# first, the plan the chapter describes.
+PLANS = ((SAVE_EVERY, KILL_AFTER), (4, 10), (3, 5), (5, 7), (3, 8), (5, 11))
+
+
+def plan(seed: int) -> tuple[int, int, int]:
+    """``(save_every, kill_after, first)`` for ``seed``: first is the checkpoint that remains.
+
+    Example:
+        >>> from mirrorkit.checks._resume_verdict import plan
+        >>> plan(42), plan(7)
+        ((4, 6, 4), (4, 10, 8))
+    """
+    save_every, kill_after = PLANS[seed % len(PLANS)]
+    return save_every, kill_after, save_every * (kill_after // save_every)
+
+
 PARAMETERS = ("context", "checkpoint_dir", "model", "optimizer", "step", "seen")
 
 _RIGHT_PATTERN = (
@@ -31,14 +49,14 @@ SAVING = "in save("  # how resumable_training marks an error raised by the learn
 SETTING_UP = "in checkpointing("  # ... and one raised by the learner's function itself
 
 
-def verdict(reference: dict, results: list, last: int) -> CheckResult:
+def verdict(reference: dict, results: list, last: int, seed: int) -> CheckResult:
     """What the relaunched run did, compared with the run without a fault."""
-    first = SAVE_EVERY * (KILL_AFTER // SAVE_EVERY)  # the last checkpoint before the kill
+    _, kill_after, first = plan(seed)  # first: the last checkpoint before the kill
     chief = results[0]
     if chief["found"] is None:
         return CheckResult(
             False,
-            f"after worker {last} was killed after step {KILL_AFTER}, checkpoint_dir held no "
+            f"after worker {last} was killed after step {kill_after}, checkpoint_dir held no "
             f"checkpoint: save({first}) did not write one there. The chief saves into "
             "checkpoint_dir itself, the others into context.write_dir(checkpoint_dir).",
         )
@@ -78,8 +96,10 @@ def verdict(reference: dict, results: list, last: int) -> CheckResult:
         return CheckResult(
             False,
             f"the relaunched run started after step {chief['start']}, but the latest "
-            f"checkpoint in checkpoint_dir was of step {first}: restore "
-            "tf.train.latest_checkpoint(checkpoint_dir).",
+            f"checkpoint in checkpoint_dir was of step {first}: a step number or a "
+            "checkpoint's name hard-coded in the answer fits one run only (the check's seed "
+            f"picks the step worker {last} dies at). Restore "
+            "tf.train.latest_checkpoint(checkpoint_dir), with step in the tf.train.Checkpoint.",
         )
     expected = reference["saved"].get(first)
     missing = [
@@ -105,7 +125,7 @@ def verdict(reference: dict, results: list, last: int) -> CheckResult:
         )
     return CheckResult(
         True,
-        f"worker {last} was killed after step {KILL_AFTER}; the relaunched cluster restored "
+        f"worker {last} was killed after step {kill_after}; the relaunched cluster restored "
         f"step {first} from checkpoint_dir on every worker (model, optimizer, step and seen), "
         f"trained steps {first + 1} to {STEPS} and ended with the weights of the run without "
         "a fault, bit for bit.",
@@ -126,7 +146,7 @@ def _missing_message(missing: list[str], first: int) -> str:
     )
 
 
-def failure(when: str, error: Exception) -> str:
+def failure(when: str, error: Exception, save_every: int = SAVE_EVERY) -> str:
     """A failed or timed-out run, as a message that names the learner's mistake if known."""
     import mirrorkit as mk
 
@@ -164,7 +184,7 @@ def failure(when: str, error: Exception) -> str:
         return f"{when}, checkpointing failed on worker {worker}: it {_short(why[5:])}."
     steps = [s.step for s in statuses if s.step is not None]
     collective = [t for _, t in texts if "ollective" in t]
-    if collective and steps and max(steps) % SAVE_EVERY == 0:
+    if collective and steps and max(steps) % save_every == 0:
         return (
             f"{when}, a collective operation failed right after the save of step {max(steps)} "
             f"({_short(collective[0], 120)}). seen is synchronized on read, so saving it "

@@ -117,6 +117,7 @@ class _Accumulated:
     applied: tuple[np.ndarray, np.ndarray]  # what SGD applied at each update
     reference: tuple[np.ndarray, np.ndarray]  # the big-batch gradient at the same weights
     last_micro: tuple[np.ndarray, np.ndarray]  # the last micro-batch's mean-loss gradient
+    per_replica: int  # examples of one micro-batch on one replica
 
 
 def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, loss):
@@ -175,7 +176,8 @@ def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, l
         applied.append((before - flat_weights(model)) / reference_sgd_rate)
         # The reference takes the right step, so that both start the next one alike.
         reference.set_weights([np.asarray(v) for v in model.trainable_variables])
-    return _Accumulated(tuple(applied), tuple(expected), tuple(last))
+    per_replica = micro // strategy.num_replicas_in_sync
+    return _Accumulated(tuple(applied), tuple(expected), tuple(last), per_replica)
 
 
 def _accumulation_mistakes(k: int, n: int) -> list[tuple[float, str]]:
@@ -219,6 +221,50 @@ def _accumulation_mistakes(k: int, n: int) -> list[tuple[float, str]]:
     ]
 
 
+# Numbers an answer may have copied from a run with other settings: replica counts, and K;
+# the book's own run (4 replicas, K = 3) first.
+_REPLICA_LITERALS = (4, 2, 8)
+_K_LITERALS = (3, 2, 4)
+
+
+def _hard_coded(ratio: float, k: int, n: int, per_replica: int, *, book_only=False):
+    """Which numbers written into the answer make the update ``ratio`` times the right one.
+
+    With ``book_only``, only the numbers of the book's run are tried: the update's factor
+    already has a cause of its own, and may also be what those numbers give.
+    """
+    replica_literals = _REPLICA_LITERALS[:1] if book_only else _REPLICA_LITERALS
+    k_literals = _K_LITERALS[:1] if book_only else _K_LITERALS
+    for m in (m for m in replica_literals if m != n):
+        if _close(ratio, n / m):
+            return (
+                f"it is what a hard-coded {m} for the replica count gives, where this strategy "
+                f"has {n} replicas: divide by strategy.num_replicas_in_sync (N), or let a Keras "
+                "loss's default reduction divide by it, never by a number copied from a run "
+                "with another REPLICAS."
+            )
+    pairs = ((j, m) for j in k_literals for m in replica_literals if j != k and m != n)
+    for j, m in pairs:
+        if _close(ratio, k * n / (j * m)):
+            return (
+                f"it is what a hard-coded {j * m * per_replica} examples gives, {j} micro-batches "
+                f"on {m} replicas, where this step has {k} on {n} ({k * n * per_replica} "
+                "examples): divide by K * the global micro-batch, written with K and N, not "
+                "numbers."
+            )
+    for j in (j for j in k_literals if j != k):
+        if _close(ratio, k / j):
+            return (
+                f"it is what a hard-coded {j} for K gives, where this check accumulates {k} "
+                "micro-batches: divide by K (micro_steps), not by a number."
+            )
+    return None
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-4 * abs(b)
+
+
 def _accumulation_verdict(run: _Accumulated, k: int, n: int) -> CheckResult:
     first, second = run.applied
     want_first, want_second = run.reference
@@ -244,9 +290,12 @@ def _accumulation_verdict(run: _Accumulated, k: int, n: int) -> CheckResult:
             "then.",
         )
     ratio = gradient_ratio(first, want_first)
-    for factor, message in _accumulation_mistakes(k, n):
-        if same_gradient(first, factor * want_first):
-            return CheckResult(False, message)
+    scaled = same_gradient(first, ratio * want_first)
+    causes = [m for f, m in _accumulation_mistakes(k, n) if same_gradient(first, f * want_first)]
+    literal = _hard_coded(ratio, k, n, run.per_replica, book_only=bool(causes))
+    literal = literal if scaled else None
+    if causes:  # with few replicas and micro-batches two causes can give the same factor
+        return CheckResult(False, " Or: ".join([*causes, *([literal] if literal else [])]))
     for factor in (1.0 / k, 1.0):
         if same_gradient(first, factor * run.last_micro[0]):
             return CheckResult(
@@ -254,7 +303,11 @@ def _accumulation_verdict(run: _Accumulated, k: int, n: int) -> CheckResult:
                 "only the last micro-batch reached the update: each one replaced the "
                 "accumulators (assign) instead of adding to them (assign_add).",
             )
-    if same_gradient(first, ratio * want_first):
+    if literal:
+        return CheckResult(
+            False, f"the update is {number(ratio)}x the big-batch gradient: {literal}"
+        )
+    if scaled:
         return CheckResult(
             False,
             f"the update is {number(ratio)}x the big-batch gradient: each micro-batch's loss "

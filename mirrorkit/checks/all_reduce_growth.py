@@ -14,6 +14,7 @@ from mirrorkit._validate import refuse, require_number
 from mirrorkit.checks._benchmark_records import (
     listing,
     message_size,
+    not_measured_here,
     one_number,
     records_of,
     replica_count,
@@ -42,7 +43,9 @@ def check_all_reduce_growth(
     ``replicas`` replicas for ``large`` bytes than for ``small`` bytes), runs a benchmark at
     both sizes (``measurement``) and derives ``measured_growth`` from its records. The check
     passes when ``measured_growth`` is the ratio of the two recorded median times (to
-    rounding); the prediction need only be a positive number. The message says whether it
+    rounding) and ``measurement`` records this machine, as :func:`mk.benchmark_all_reduce`
+    does (a benchmark typed in from copied numbers records none); the prediction need only be
+    a positive number. The message says whether it
     came within a factor ``tolerance`` of the measurement, and where the measurement lies
     between all latency (1) and all bandwidth (``large / small``).
 
@@ -69,11 +72,12 @@ def check_all_reduce_growth(
 
     Example:
         >>> import mirrorkit as mk
+        >>> from mirrorkit.checks._benchmark_records import this_machine
         >>> from mirrorkit.measure.benchmark import record_from_times
         >>> measurement = mk.AllReduceBenchmark(records=(
         ...     record_from_times("collective", 2, 256 << 10, [0.002, 0.002, 0.003], 1e10),
         ...     record_from_times("collective", 2, 4 << 20, [0.008, 0.009, 0.010], 1e10),
-        ... ))
+        ... ), machine=this_machine())  # as if measured here
         >>> mk.check_all_reduce_growth(16, 0.009 / 0.002, measurement, small="256KiB",
         ...                            large="4MiB", replicas=2)  # doctest: +NORMALIZE_WHITESPACE
         PASS: collective on 2 replicas took 4.5 times as long for 4 MiB as for 256 KiB, which
@@ -120,6 +124,14 @@ def check_all_reduce_growth(
         return CheckResult(
             False, _not_measured(measurement, records, algorithm, replicas, (low, high))
         )
+    sizes_text = ", ".join(repr(format_size(b).replace(" ", "")) for b in (low, high))
+    again = (
+        f"measure with mk.benchmark_all_reduce({algorithm!r}, sizes=[{sizes_text}], "
+        f"replicas=[{replicas}]) in the same notebook and derive the growth from its records"
+    )
+    problem = not_measured_here(measurement, "measurement", again)
+    if problem:
+        return CheckResult(False, problem)
     growth = one_number(measured_growth)
     if growth is None:
         what = type(measured_growth).__name__
@@ -202,7 +214,9 @@ def _which_growth(growth: float, records, algorithm, replicas, low, high, picked
                 "replicas."
             )
     return (
-        f"{said}, which is not the ratio of measurement's median times: {divide}, both for "
+        f"{said}, which is not the ratio of measurement's median times: a number typed in or "
+        "copied from an earlier output is not from these records (every run measures again, "
+        f"and so does grading). Compute it from measurement.records: {divide}, both for "
         f"{algorithm} on {replicas} replicas."
     )
 

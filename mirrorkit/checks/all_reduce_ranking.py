@@ -241,9 +241,10 @@ def _which_time(name: str, seconds: float, records, nbytes: int, replicas: int) 
                 "pair each algorithm with the time of its own record."
             )
     return (
-        f"{said}, which is none of the times benchmark recorded for it: give record.median_s "
-        f"of the record with algorithm == {name!r}, bytes == {nbytes} and replicas == "
-        f"{replicas}."
+        f"{said}, which is none of the times benchmark recorded for it: a time typed in or "
+        "copied from an earlier output is not from these records (every run measures again, "
+        "and so does grading). Compute each pair from benchmark.records: record.median_s of "
+        f"the record with algorithm == {name!r}, bytes == {nbytes} and replicas == {replicas}."
     )
 
 
@@ -259,7 +260,8 @@ def _order_problem(pairs: list[tuple[str, float]]) -> str:
             return (
                 f"ranking is not in order of time: {first!r} ({format_seconds(t1)}) comes "
                 f"before {second!r} ({format_seconds(t2)}), which is faster: sort the pairs "
-                "by their time, fastest first."
+                "by their time, fastest first (an order written by hand or copied from an "
+                "earlier output need not be this run's)."
             )
     return "ranking is not in order of time: sort the pairs by their time, fastest first."
 

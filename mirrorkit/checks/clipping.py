@@ -182,9 +182,9 @@ def _clipping_mistakes(run: _Clipped, n: int) -> list[tuple[np.ndarray, str]]:
     return [
         (
             flat_float64(_summed([_clip_global(g, c) for g in run.replicas])),
-            "each replica clipped its own gradient before the sum, as Keras 3's "
-            "clipnorm/global_clipnorm do under a strategy: the sum of clipped parts is not the "
-            "clipped sum. Sum first (ReplicaContext.all_reduce), then clip.",
+            "each replica clipped its own gradient before the sum, by its local norm, as "
+            "Keras 3's clipnorm/global_clipnorm do under a strategy: the sum of clipped parts "
+            "is not the clipped sum. Sum first (ReplicaContext.all_reduce), then clip.",
         ),
         (
             flat_float64([n * a for a in _clip_global(total, c)]),
@@ -208,8 +208,9 @@ def _clipping_mistakes(run: _Clipped, n: int) -> list[tuple[np.ndarray, str]]:
         ),
         (
             flat_float64(_summed([_clip_global(g, c / n) for g in run.replicas])),
-            f"each replica clipped its own gradient to clip_norm / {n} before the sum: that is "
-            "not the clipped sum either. Sum first (ReplicaContext.all_reduce), then clip.",
+            f"each replica clipped its own gradient to clip_norm / {n} before the sum, by its "
+            f"local norm (or by {n} times it): that is not the clipped sum either. Sum first "
+            "(ReplicaContext.all_reduce), then clip by the norm of the sum.",
         ),
     ]
 
@@ -234,9 +235,57 @@ def _clipping_verdict(clipped: _Clipped, loose: _Clipped, n: int) -> CheckResult
     for predicted, message in _clipping_mistakes(clipped, n):
         if same_gradient(clipped.applied, predicted):
             return CheckResult(False, message)
+    factors = _replica_factors(clipped)
+    if factors is not None:
+        return CheckResult(False, _factors_message(clipped, factors, n))
     return CheckResult(
         False,
         f"the update is {number(gradient_ratio(clipped.applied, clipped.reference))}x the clipped "
         "single-device gradient and not a rescaling of it: every replica must apply its share "
         "of the clipped global gradient.",
+    )
+
+
+def _replica_factors(run: _Clipped) -> np.ndarray | None:
+    """The factor each replica scaled its own gradient by, if the update is such a sum."""
+    columns = np.stack([flat_float64(grads) for grads in run.replicas], axis=1)
+    factors, *_ = np.linalg.lstsq(columns, run.applied, rcond=None)
+    return factors if same_gradient(columns @ factors, run.applied) else None
+
+
+def _factors_message(run: _Clipped, factors: np.ndarray, n: int) -> str:
+    """What scaling each replica's gradient by ``factors`` says about how the clip was made."""
+    shown = ", ".join(number(f) for f in factors)
+    if np.ptp(factors) > 1e-4 * np.max(np.abs(factors)):
+        return (
+            f"each replica scaled its gradient by a factor of its own ({shown}): each took the "
+            "local norm of its own gradients, not the norm of the all-reduced gradients. "
+            "The factor min(1, clip_norm / norm) must come from "
+            "tf.linalg.global_norm(context.all_reduce('SUM', gradients)), the same on every "
+            "replica."
+        )
+    factor, want = float(np.mean(factors)), min(1.0, run.clip_norm / run.norm)
+    local = [math.sqrt(sum(float(np.sum(g * g)) for g in grads)) for grads in run.replicas]
+    for norm, how in (
+        (sum(local), "the sum of the replicas' local norms"),
+        (math.sqrt(sum(v * v for v in local)), "the root of the replicas' summed squared norms"),
+    ):
+        if math.isclose(factor, min(1.0, run.clip_norm / norm), rel_tol=1e-4):
+            return (
+                f"every replica scaled its gradient by {number(factor)}, computed from {how}: "
+                "that is not the norm of the summed gradient (the norm of a sum is not the sum "
+                "of norms). All-reduce the gradients themselves, then take their global norm."
+            )
+    for literal in range(2, 9):
+        if literal != n and math.isclose(factor, want * n / literal, rel_tol=1e-4):
+            return (
+                f"the update is {number(n / literal)}x the clipped single-device gradient: it "
+                f"is what a hard-coded {literal} for the replica count gives, where this "
+                f"strategy has {n} replicas. Use context.num_replicas_in_sync, never a number "
+                "copied from a run with another REPLICAS."
+            )
+    return (
+        f"every replica scaled its gradient by {number(factor)}, but clipping the global norm "
+        f"{number(run.norm)} to {number(run.clip_norm)} takes a factor of {number(want)}: "
+        "min(1, clip_norm / the norm of the all-reduced gradients)."
     )

@@ -15,13 +15,8 @@ import numpy as np
 
 from mirrorkit._losses import per_example_loss
 from mirrorkit._validate import describe, refuse, require_count, require_strategy
-from mirrorkit.checks._learner_runs import learner_data
-from mirrorkit.checks.result import (
-    NOT_ATTEMPTED,
-    CheckResult,
-    cannot_check_with_one_replica,
-    raised,
-)
+from mirrorkit.checks._learner_runs import learner_data, learner_error, literal_numbers
+from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 
 _CALL = "mk.check_evaluation(evaluate, strategy, model, data, global_batch=...)"
 _RTOL = 1e-5  # float32 sums of a few dozen values, in another order than float64's
@@ -43,10 +38,13 @@ def check_evaluation(
 
     When the learner's number differs, the check compares it with what the usual mistakes
     give (each replica's mean summed, a mean taken twice, the batches' means averaged, every
-    batch divided by the full global batch) and names the one it matches.
+    batch divided by the full global batch, a number fixed for another replica count) and
+    names the one it matches.
 
-    The check cannot see how ``evaluate`` computed its number: a loop that never used the
-    strategy but gave the right number passes.
+    ``evaluate`` gets a Keras model that wraps ``model`` (the same weights) and notes where it
+    is called: the loss must be computed inside ``strategy.run``, on every replica. A loop
+    that calls the model on one device, outside ``strategy.run``, fails even with the right
+    number.
 
     Args:
         evaluate: The learner's ``evaluate(model, dataset)`` (``...``: not attempted).
@@ -107,18 +105,19 @@ def check_evaluation(
         full: f"on {full} examples in full batches",
         ragged: f"with a short last batch of {short} examples (some replicas get fewer, or none)",
     }
-    answers = []
+    answers, calls = [], []
+    witnessed = _witnessed(model, strategy, calls)
+    literals = literal_numbers(evaluate)
     for size in (full, ragged):
         dataset = tf.data.Dataset.from_tensor_slices((x[:size], y[:size])).batch(global_batch)
         try:
-            answer = evaluate(model, dataset)
+            answer = evaluate(witnessed, dataset)
         except Exception as error:  # noqa: BLE001 - the learner's code: a verdict, not a traceback
             return CheckResult(
                 False,
-                f"{what[size]}, evaluate raised {raised(error)} "
-                "Every replica must return a value of the same shape even when its share of "
-                "the batch is empty: sum the per-example losses (a sum of nothing is 0) and "
-                "count the examples.",
+                f"{what[size]}, {learner_error(error, 'evaluate')} Every replica must return a "
+                "value of the same shape even when its share of the batch is empty: sum the "
+                "per-example losses (a sum of nothing is 0) and count the examples.",
             )
         number = _as_number(answer)
         if number is None:
@@ -135,6 +134,8 @@ def check_evaluation(
                 "evaluate changed the model's weights: evaluating computes the loss only "
                 "(model(x, training=False)); no gradients, no optimizer, no fit.",
             )
+        if (where := _where_problem(calls, replicas)) is not None:
+            return CheckResult(False, where)
         losses = np.asarray(
             loss_fn(tf.constant(y[:size]), model(x[:size], training=False)), np.float64
         ).reshape(-1)
@@ -142,13 +143,100 @@ def check_evaluation(
         verdict = (_full_batches if size == full else _short_batch)(
             answers, global_batch, replicas, what[size]
         )
+        if verdict is not None and size == full:
+            fixed = _fixed_number(number, losses.mean(), replicas, literals)
+            return verdict if fixed is None else fixed
         if verdict is not None:
             return verdict
     return CheckResult(
         True,
-        f"evaluate gives the mean loss over every example, over {replicas} replicas: "
-        f"{answers[0][2].mean():.6g} {what[full]}, and {answers[1][2].mean():.6g} {what[ragged]}.",
+        f"evaluate gives the mean loss over every example, computed inside strategy.run on "
+        f"all {replicas} replicas: {answers[0][2].mean():.6g} {what[full]}, and "
+        f"{answers[1][2].mean():.6g} {what[ragged]}.",
     )
+
+
+def _witnessed(model, strategy, calls: list):
+    """A Keras model with ``model``'s weights that notes, per call, where it ran.
+
+    Each call adds ``"outside"`` (no strategy: one device), ``"cross-replica"`` (in the
+    strategy's scope but not in ``strategy.run``; ``"cross-replica traced"`` inside a
+    ``tf.function``, which Keras's own shape inference does too) or the replica's id.
+    Under ``tf.function`` the notes are taken while tracing, once per replica.
+    """
+    import keras
+    import tensorflow as tf
+
+    class Witnessed(keras.Model):
+        def __init__(self, inner):
+            super().__init__(name=f"{inner.name}_checked")
+            self.inner = inner
+
+        def call(self, inputs, training=False):
+            context = tf.distribute.get_replica_context()
+            if isinstance(inputs, keras.KerasTensor):
+                pass  # Keras working out shapes, not computing
+            elif context is None:  # traced: maybe Keras's own shape inference (evaluate's)
+                calls.append("cross-replica" if tf.executing_eagerly() else "cross-replica traced")
+            elif context.strategy is not strategy:
+                calls.append("outside")
+            else:
+                calls.append(int(tf.get_static_value(context.replica_id_in_sync_group)))
+            return self.inner(inputs, training=training)
+
+    with strategy.scope():
+        witnessed = Witnessed(model)
+        if getattr(model, "compiled", False):  # so that model.evaluate works on it too
+            witnessed.compile(loss=model.loss)
+    return witnessed
+
+
+def _where_problem(calls: list, replicas: int) -> str | None:
+    """Why the model's calls show the loss was not computed by every replica, or None."""
+    fix = (
+        "Compute each replica's loss inside strategy.run(on_replica, args=batch), on the "
+        "batches of strategy.experimental_distribute_dataset(dataset), with the model "
+        "evaluate is given."
+    )
+    if not calls:
+        return f"evaluate never called the model it was given (its model argument). {fix}"
+    if "outside" in calls:
+        return (
+            "evaluate computed the loss on one device, outside any strategy: the model was "
+            f"called with no strategy.run, so the replicas never shared the work. {fix}"
+        )
+    ids = {call for call in calls if isinstance(call, int)}
+    if "cross-replica" in calls or ("cross-replica traced" in calls and not ids):
+        return (
+            "evaluate called the model in the strategy's cross-replica context (under "
+            "strategy.scope() but not inside strategy.run), so one device computed it. " + fix
+        )
+    missing = sorted(set(range(replicas)) - ids)
+    if missing:
+        return (
+            f"evaluate ran the model on replicas {sorted(ids)} only, not on replica "
+            f"{', '.join(map(str, missing))}: every replica must compute its share. {fix}"
+        )
+    return None
+
+
+def _fixed_number(got: float, right: float, replicas: int, literals) -> CheckResult | None:
+    """A failed result naming a number fixed for another replica count, if one explains it."""
+    for literal in literals:
+        c = float(literal)
+        if c <= 0 or math.isclose(c, replicas):
+            continue
+        for factor, what in ((c / replicas, "multiplies by"), (replicas / c, "divides by")):
+            if _close(got, right * factor):
+                return CheckResult(
+                    False,
+                    f"evaluate gives {got:.6g}, {factor:.4g} times the mean {right:.6g}: it "
+                    f"{what} a fixed {literal:g} where there are {replicas} replicas (e.g. "
+                    f"strategy.reduce('MEAN', ...) times {literal:g} is a SUM only with "
+                    f"{literal:g} replicas). Add the replicas' sums with "
+                    "strategy.reduce('SUM', ...), or use strategy.num_replicas_in_sync.",
+                )
+    return None
 
 
 def _refuse_setup(strategy, model, data, global_batch: int) -> tuple:
@@ -237,8 +325,21 @@ def _short_batch(answers, global_batch: int, replicas: int, what: str) -> CheckR
     if math.isnan(got):
         return CheckResult(
             False,
-            f"{start}: a replica with no examples took the mean of nothing (0 / 0). Sum the "
-            "per-example losses and count the examples on every replica instead.",
+            f"{start}: a replica with no examples took the mean of nothing (0 / 0), so "
+            "each replica's own mean cannot be combined. Sum the per-example losses and count "
+            "the examples on every replica instead.",
+        )
+    short = losses[global_batch:]
+    share = -(-len(short) // replicas)
+    parts = [short[i * share : (i + 1) * share] for i in range(replicas)]
+    means = [part.mean() for part in parts if len(part)]
+    if _close(got, float(np.mean([losses[:global_batch].mean(), np.mean(means)]))):
+        return CheckResult(
+            False,
+            f"{start}: it averages each replica's own mean, so a replica holding fewer "
+            f"examples of the short batch ({', '.join(str(len(p)) for p in parts)}) weighs "
+            "as much as a full one. Sum the per-example losses and count the examples on "
+            "every replica, add both up over the replicas, and divide at the end.",
         )
     if _close(got, float(np.mean([losses[:global_batch].mean(), losses[global_batch:].mean()]))):
         return CheckResult(

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from mirrorkit._validate import require_count, require_flag, require_strategy
 from mirrorkit.checks import batch_split
+from mirrorkit.checks._distributed_reading import static_batch_size
 from mirrorkit.checks.input_preview import AUTO_SHARD_POLICIES, preview_input
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
+
+_READ_LIMIT = 1000  # batches of a dataset function's dataset read at most
 
 
 def check_input_pipeline(
@@ -30,12 +33,15 @@ def check_input_pipeline(
     replicas and no step brings a partial or empty batch. It also refuses what would only
     work for this data: a finite pipeline must batch with ``drop_remainder=True`` (a
     batch dimension of ``None`` in ``element_spec`` means nothing keeps the last batch
-    full when the examples do not divide evenly). A dataset function is also called, as
-    the strategy would on other machines, with ``tf.distribute.InputContext`` objects for
-    other replica counts (1, 2 and the strategy's, where they divide ``global_batch``)
-    and for two input pipelines: it must batch ``get_per_replica_batch_size(global_batch)``
-    each time and give the two pipelines different examples. With one replica there is
-    nothing to split, so the check refuses.
+    full when the examples do not divide evenly), or, for a dataset, end with a ``filter``
+    whose predicate keeps full batches and drops every shorter one. A dataset function is
+    also called, as the strategy would on other machines, with
+    ``tf.distribute.InputContext`` objects for other replica counts (1, 2 and the
+    strategy's, where they divide ``global_batch``) and for two input pipelines: it must
+    batch ``get_per_replica_batch_size(global_batch)`` each time, with a fixed batch size
+    (a distributed dataset drops a short last step only then), and across the input
+    pipelines read every example exactly once (each pipeline may leave out less than a
+    batch at its end). With one replica there is nothing to split, so the check refuses.
 
     Args:
         source: The learner's batched ``tf.data.Dataset`` with example ids, or a dataset
@@ -94,12 +100,8 @@ def check_input_pipeline(
         return CheckResult(False, str(error))
     if preview.warnings:
         return CheckResult(False, preview.warnings[0])
-    if repeats and preview.total_steps is not None:
-        return CheckResult(
-            False,
-            f"the dataset ends after {preview.total_steps} steps, but it should repeat "
-            "forever: call .repeat() on it (before .batch, so that no batch is partial).",
-        )
+    if (verdict := _steps_verdict(preview.total_steps, repeats)) is not None:
+        return verdict
     if is_function:
         verdict = _probe_dataset_fn(source, global_batch, preview.num_replicas)
         if verdict is not None:
@@ -134,6 +136,23 @@ def check_input_pipeline(
     )
 
 
+def _steps_verdict(steps: int | None, repeats: bool) -> CheckResult | None:
+    """What is wrong with a dataset of ``steps`` steps (None: it repeats), if anything."""
+    if steps == 0:
+        return CheckResult(
+            False,
+            "the dataset brings no step at all: it is empty, so no replica gets anything "
+            "(a batch larger than the examples, with drop_remainder=True, drops them all).",
+        )
+    if repeats and steps is not None:
+        return CheckResult(
+            False,
+            f"the dataset ends after {steps} steps, but it should repeat "
+            "forever: call .repeat() on it (before .batch, so that no batch is partial).",
+        )
+    return None
+
+
 def _batch_dimension(dataset):
     """The static batch dimension of ``dataset``'s first component (None if not fixed)."""
     import tensorflow as tf
@@ -143,12 +162,16 @@ def _batch_dimension(dataset):
     return shape[0] if shape is not None and shape.rank else None
 
 
-def _finite_needs_drop_remainder(dataset, what: str) -> CheckResult | None:
+def _repeats(dataset) -> bool:
     import tensorflow as tf
 
-    if dataset.cardinality() == tf.data.INFINITE_CARDINALITY:
+    return bool(dataset.cardinality() == tf.data.INFINITE_CARDINALITY)
+
+
+def _finite_needs_drop_remainder(dataset, what: str) -> CheckResult | None:
+    if _repeats(dataset):
         return None  # repeated before batching: every batch is full
-    if _batch_dimension(dataset) is None:
+    if _batch_dimension(dataset) is None and not _filters_out_partial_batches(dataset):
         return CheckResult(
             False,
             f"{what}'s batch size is not fixed (its element_spec has None as the batch "
@@ -157,6 +180,44 @@ def _finite_needs_drop_remainder(dataset, what: str) -> CheckResult | None:
             "not. Batch with drop_remainder=True.",
         )
     return None
+
+
+def _filters_out_partial_batches(dataset) -> bool:
+    """Whether a ``filter`` after the batching keeps full batches and drops every shorter one.
+
+    The filter's own predicate is asked about the first batch its input brings and about
+    that batch cut to every shorter length.
+    """
+    node = dataset
+    while node is not None:
+        source = getattr(node, "_input_dataset", None)
+        predicate = getattr(getattr(node, "_predicate", None), "function", None)
+        if predicate is not None and source is not None and _batch_dimension(source) is None:
+            try:
+                if _keeps_only_full(predicate, source):
+                    return True
+            except Exception:  # noqa: BLE001 - a predicate that cannot be asked keeps nothing
+                return False
+        node = source
+    return False
+
+
+def _keeps_only_full(predicate, source) -> bool:
+    """Whether ``predicate`` keeps ``source``'s first batch and drops it cut shorter."""
+    import tensorflow as tf
+
+    first = tf.nest.flatten(next(iter(source.take(1))))
+    got = int(tf.shape(first[0])[0]) if first and first[0].shape.rank else 0
+    size = static_batch_size(source) or got
+    if got == 0:
+        return False
+    # the first batch, repeated up to the size .batch() asks for (the data may be shorter)
+    flat = [tf.concat([t] * -(-size // got), 0)[:size] for t in first]
+
+    def keeps(length: int) -> bool:
+        return bool(tf.nest.flatten(predicate(*[t[:length] for t in flat]))[0])
+
+    return size > 1 and keeps(size) and not any(map(keeps, range(size)))
 
 
 def _probe_dataset_fn(fn, global_batch: int, num_replicas: int) -> CheckResult | None:
@@ -182,6 +243,16 @@ def _probe(fn, global_batch: int, num_replicas: int) -> CheckResult | None:
         dataset = fn(context)
         if (verdict := _finite_needs_drop_remainder(dataset, "the function's dataset")) is not None:
             return verdict
+        if _batch_dimension(dataset) is None and not _repeats(dataset):
+            return CheckResult(
+                False,
+                "the function keeps only full batches with a filter, but their size is not "
+                "fixed (its element_spec has None as the batch dimension), so the distributed "
+                "dataset cannot drop a short last step: when a worker's batches do not divide "
+                "by its replicas (16 batches on 3 replicas, say), the last step gives some "
+                "replicas an empty batch. Batch with drop_remainder=True: "
+                "TensorFlow then sees the fixed size and drops that step.",
+            )
         size, wanted = _batch_dimension(dataset), batch_split.per_replica_batch(global_batch, k)
         if size != wanted:
             return CheckResult(
@@ -191,21 +262,85 @@ def _probe(fn, global_batch: int, num_replicas: int) -> CheckResult | None:
                 f"replica's share of the global batch {global_batch} is {wanted}: batch by "
                 f"context.get_per_replica_batch_size({global_batch}), not by a fixed number.",
             )
-    shards = []
-    for pipeline in (0, 1):
-        dataset = fn(tf.distribute.InputContext(2, pipeline, num_replicas))
-        ids = set()
-        for element in dataset.take(1000):
-            first = tf.nest.flatten(element)[0]
-            if not first.dtype.is_integer:
-                return None  # no example ids to tell the pipelines apart (preview needs them)
-            ids.update(first.numpy().ravel().tolist())
-        shards.append(ids)
-    if shards[0] & shards[1]:
+    layouts = sorted(((1, k) for k in counts), key=lambda layout: layout[1] != num_replicas)
+    if global_batch % max(num_replicas, 2) == 0:
+        layouts.append((2, max(num_replicas, 2)))
+    read, whole = {}, {}
+    for pipelines, replicas in layouts:
+        datasets = [
+            fn(tf.distribute.InputContext(pipelines, i, replicas)) for i in range(pipelines)
+        ]
+        shards = [_batches_read(dataset) for dataset in datasets]
+        if any(batches is None for batches in shards):
+            return None  # no integer ids to tell the examples apart (the preview needs them)
+        read[pipelines, replicas] = [[i for batch in batches for i in batch] for batches in shards]
+        whole[pipelines, replicas] = not any(map(_repeats, datasets)) and all(
+            len(batches) < _READ_LIMIT for batches in shards
+        )
+    every = set().union(*(set(ids) for key, shards in read.items() if whole[key] for ids in shards))
+    for (pipelines, replicas), shards in read.items():
+        verdict = _coverage(
+            shards, every, replicas, global_batch // replicas, whole=whole[pipelines, replicas]
+        )
+        if verdict is not None:
+            return verdict
+    return None
+
+
+def _batches_read(dataset) -> list[list[int]] | None:
+    """The example ids of the batches ``dataset`` brings, up to a limit (None: no integer ids)."""
+    import tensorflow as tf
+
+    batches: list[list[int]] = []
+    for element in dataset.take(_READ_LIMIT):
+        first = tf.nest.flatten(element)[0]
+        if not first.dtype.is_integer:
+            return None
+        batches.append(first.numpy().ravel().tolist())
+    return batches
+
+
+def _coverage(
+    shards: list, every: set, replicas: int, batch: int, *, whole: bool
+) -> CheckResult | None:
+    """The verdict on what ``shards`` (one list of ids per input pipeline) read together.
+
+    Every example must be read once across the pipelines; each pipeline may leave out fewer
+    than one batch of examples at its end (what drop_remainder drops). Of datasets that
+    repeat (not ``whole``), only the first batches are read: the pipelines must not share
+    examples.
+    """
+    pipelines = len(shards)
+    layout = (
+        f"with {pipelines} input pipeline{'s' if pipelines > 1 else ''} and {replicas} "
+        f"replica{'s' if replicas > 1 else ''} in sync"
+    )
+    if pipelines > 1 and set(shards[0]) & set(shards[1]):
         return CheckResult(
             False,
             "with two input pipelines (two workers) both read the same examples: shard the "
             "dataset with dataset.shard(context.num_input_pipelines, "
             "context.input_pipeline_id) so that each pipeline reads its own part.",
+        )
+    if not whole:
+        return None
+    together = [i for ids in shards for i in ids]
+    if len(together) != len(set(together)):
+        return CheckResult(
+            False,
+            f"{layout} some examples are read more than once: every example must be read "
+            "exactly once per epoch across the input pipelines.",
+        )
+    missing = every - set(together)
+    if len(missing) > pipelines * (batch - 1):
+        return CheckResult(
+            False,
+            f"examples missing across input pipelines: {layout} "
+            f"{'the pipelines together read' if pipelines > 1 else 'it reads'} "
+            f"{len(together)} examples, of at least {len(every)} that the function reads in "
+            f"the contexts tried (example {min(missing)} is never read here). Every example "
+            "must be read exactly once across the pipelines: shard by "
+            "context.num_input_pipelines and context.input_pipeline_id, not by the number of "
+            "replicas.",
         )
     return None

@@ -9,15 +9,21 @@ Example:
 from __future__ import annotations
 
 from mirrorkit._validate import require_strategy
+from mirrorkit.checks._learner_runs import LearnerError, guarded, literal_numbers
+from mirrorkit.checks._loss_causes import fixed_number_cause
 from mirrorkit.checks.equivalence import check_step_equivalence
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
+from mirrorkit.report.values import error_lines
 
 
 def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> CheckResult:
     """Check that a custom loop's per-replica loss gives the single-device gradient.
 
     Runs :func:`mirrorkit.check_step_equivalence` on each batch and turns its verdict into
-    a :class:`CheckResult`; on a difference, the message names the likely cause. Give
+    a :class:`CheckResult`; on a difference, the message names the likely cause, or the
+    number written in ``compute_loss`` that is right for one replica count only (a ``/ 32``
+    where the global batch is 24, a ``4`` where there are 3 replicas). An error raised while
+    the step is traced is named by its own line, not TensorFlow's "in user code:". Give
     several batches of different sizes when the loss must be right for any batch: a loss
     that divides by a fixed number passes one size only. With one replica, a loss that
     ignores the replicas is right by accident, so there the check refuses.
@@ -63,12 +69,39 @@ def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> C
     batches = batch if isinstance(batch, list) else [batch]
     if not batches:
         return CheckResult(False, "batch is an empty list: give one (x, y) batch or several.")
+    checked = guarded(compute_loss, "compute_loss") if callable(compute_loss) else compute_loss
     for each in batches:
-        report = check_step_equivalence(compute_loss, strategy, model_fn, each, loss=loss)
+        try:
+            report = check_step_equivalence(checked, strategy, model_fn, each, loss=loss)
+        except Exception as error:
+            ours = [line for line in error_lines(error) if line.startswith("LearnerError: ")]
+            if not ours and not isinstance(error, LearnerError):
+                raise  # the check's own arguments, as check_step_equivalence refuses them
+            return CheckResult(
+                False, ours[-1].removeprefix("LearnerError: ") if ours else str(error)
+            )
         if not report.equivalent:
             size = f"with a global batch of {len(each[0])} examples: " if len(batches) > 1 else ""
-            return CheckResult(False, size + report.message)
+            return CheckResult(False, size + _named(report, compute_loss))
     if len(batches) == 1:
         return CheckResult(True, report.message)
     sizes = " and ".join(str(len(each[0])) for each in batches)
     return CheckResult(True, f"{report.message} (checked with global batches of {sizes}).")
+
+
+def _named(report, compute_loss) -> str:
+    """The report's message, naming a number fixed for one replica count when one explains it."""
+    message = report.message.replace("LearnerError: ", "")
+    if not report.example_weights:
+        return message
+    fixed = fixed_number_cause(
+        report.example_weights,
+        report.replica_batches,
+        report.global_batch,
+        literal_numbers(compute_loss),
+        report.regularization_weight,
+    )
+    if fixed is None:
+        return message
+    head = message.split(". ", 1)[0]
+    return f"{head}. {fixed}"

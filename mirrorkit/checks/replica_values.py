@@ -16,7 +16,9 @@ from mirrorkit.inspection import MIRRORED, MIRRORED_VALUE, PER_REPLICA, SINGLE, 
 from mirrorkit.report.values import summarize
 
 # The ops that carry an all-reduce between replicas in a traced function: the collective ops
-# (CollectiveAllReduce, MultiWorkerMirroredStrategy) and NCCL's.
+# (CollectiveAllReduce, MultiWorkerMirroredStrategy) and NCCL's. Other all-reduces (int32
+# values, ReductionToOneDevice, HierarchicalCopyAllReduce) are ops with inputs from several
+# devices.
 _ALL_REDUCE_OPS = frozenset(
     {"CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3", "NcclAllReduce"}
 )
@@ -83,6 +85,12 @@ def check_mirrored(value, strategy, *, dtype=None, expected=None) -> CheckResult
             False,
             f"it has {table.num_replicas} copies but the strategy has {wanted} replicas: "
             "was it created under another strategy's scope?",
+        )
+    if getattr(value, "distribute_strategy", strategy) is not strategy:
+        return CheckResult(
+            False,
+            "it was created under another strategy's scope, not this strategy's: create it "
+            "inside `with strategy.scope():` of the strategy you were given.",
         )
     if not table.in_sync:
         return CheckResult(False, "its copies differ; assign to it in cross-replica context.")
@@ -167,11 +175,17 @@ def check_per_replica(value, strategy, expected, *, dtype=None) -> CheckResult:
     refusal = cannot_check_with_one_replica(strategy, "per-replica values")
     if value is not Ellipsis and refusal is not None:
         return refusal
-    return _compare(value, arrays, "every replica holds its expected value.", wanted_dtype)
+    lead = f"the values do not follow the replica number at {wanted} replicas: "
+    return _compare(value, arrays, "every replica holds its expected value.", wanted_dtype, lead)
 
 
-def _compare(value, expected: list[np.ndarray], passed: str, dtype=None) -> CheckResult:
-    """Compare the learner's per-replica ``value`` with one array per replica."""
+def _compare(
+    value, expected: list[np.ndarray], passed: str, dtype=None, lead: str = ""
+) -> CheckResult:
+    """Compare the learner's per-replica ``value`` with one array per replica.
+
+    ``lead`` starts the sentence that names a replica holding a wrong value.
+    """
     wanted = len(expected)
     if isinstance(value, list | tuple):
         return CheckResult(
@@ -208,7 +222,8 @@ def _compare(value, expected: list[np.ndarray], passed: str, dtype=None) -> Chec
             )
         if not np.allclose(row.array, want):
             return CheckResult(
-                False, f"replica {row.replica} holds {row.summary}, expected {summarize(want)}."
+                False,
+                f"{lead}replica {row.replica} holds {row.summary}, expected {summarize(want)}.",
             )
     return CheckResult(True, passed)
 
@@ -226,17 +241,18 @@ def check_all_reduced(replica_fn, strategy, expected) -> CheckResult:
 
     The check runs ``replica_fn`` itself, traced by ``tf.function`` as in a training step,
     and passes only when every replica returns ``expected`` **and** that value comes out of
-    an all-reduce between the replicas (a collective or NCCL op in the traced graph feeds
-    it). A function that computes the right number without communicating, for example from
-    ``num_replicas_in_sync``, is not an all-reduce and does not pass. One replica cannot show
+    an all-reduce between the replicas whose inputs differ from replica to replica: in the
+    traced graph a collective op, or an op that adds up values from several replicas' devices
+    (TensorFlow's ``AddN`` for an int32 all-reduce), feeds every replica's value, and the
+    values it combines depend on the replica. A function that computes the right number
+    without communicating (from ``num_replicas_in_sync``), or from an all-reduce of a
+    constant (counting the replicas, then arithmetic), does not pass. One replica cannot show
     the difference, so there the check refuses.
 
     Args:
         replica_fn: The learner's function for ``strategy.run``, taking no arguments
             (``...``: not attempted).
-        strategy: The strategy to run it with, made with the default ``cross_device_ops``
-            (with ``ReductionToOneDevice`` or ``HierarchicalCopyAllReduce`` an all-reduce
-            leaves no op of its own to recognise, and the check says so).
+        strategy: The strategy to run it with.
         expected: The value every replica should hold after the all-reduce.
 
     Returns:
@@ -271,29 +287,12 @@ def check_all_reduced(replica_fn, strategy, expected) -> CheckResult:
         )
     if (refusal := cannot_check_with_one_replica(strategy, "an all-reduce")) is not None:
         return refusal
-    cross_device_ops = getattr(strategy.extended, "_cross_device_ops", None)
-    if isinstance(
-        cross_device_ops,
-        tf.distribute.ReductionToOneDevice | tf.distribute.HierarchicalCopyAllReduce,
-    ):
-        return CheckResult(
-            False,
-            f"cannot check an all-reduce made by {type(cross_device_ops).__name__}: it "
-            "leaves no op of its own in the graph. Make the strategy with the default "
-            "cross_device_ops (mk.make_strategy()) for this check.",
-        )
-    traced = tf.function(lambda: strategy.run(replica_fn))
     try:
-        concrete = traced.get_concrete_function()
-        value = traced()
+        value, feeds, inputs = _run_traced(strategy, replica_fn)
     except Exception as error:  # the learner's code: report, never raise
-        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-        cause = lines[-1] if lines else type(error).__name__
-        if not cause.startswith(type(error).__name__) and ": " not in cause:
-            cause = f"{type(error).__name__}: {cause}"
         return CheckResult(
             False,
-            f"strategy.run(replica_fn) failed: {cause}. Run it yourself to see where.",
+            f"strategy.run(replica_fn) failed: {_cause(error)}. Run it yourself to see where.",
         )
     compared = _compare(value, [total] * wanted, "")
     if not compared:
@@ -305,7 +304,7 @@ def check_all_reduced(replica_fn, strategy, expected) -> CheckResult:
                 "mean of the replicas' values. All-reduce with tf.distribute.ReduceOp.SUM.",
             )
         return compared
-    if not _fed_by_all_reduce(concrete.outputs):
+    if not all(feeds):
         return CheckResult(
             False,
             "every replica holds the right value, but no all-reduce produced it: the value "
@@ -314,24 +313,104 @@ def check_all_reduced(replica_fn, strategy, expected) -> CheckResult:
             "tf.distribute.get_replica_context(), so that the replicas combine their own "
             "values.",
         )
+    varying = {key for key, arrays in inputs.items() if _differ(arrays)}
+    if not all(groups & varying for groups in feeds):
+        return CheckResult(
+            False,
+            "every replica holds the right value, but it is computed from an all-reduce of a "
+            "constant: every replica gave the all-reduce the same input, and the number came "
+            "from arithmetic after the all-reduce. All-reduce each replica's own value, "
+            "computed from its replica_id_in_sync_group.",
+        )
     return CheckResult(
         True, f"all {wanted} replicas hold the all-reduced value {summarize(total)}."
     )
 
 
-def _fed_by_all_reduce(outputs) -> bool:
-    """Whether an all-reduce op is among the data inputs (not control inputs) of ``outputs``."""
-    seen: set = set()
-    pending = [tensor.op for tensor in outputs]
-    while pending:
-        op = pending.pop()
-        if op.name in seen:
-            continue
-        seen.add(op.name)
+def _cause(error: Exception) -> str:
+    """The line of ``error`` that says what went wrong (TensorFlow's last line, not its header)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    cause = lines[-1] if lines else type(error).__name__
+    if not cause.startswith(type(error).__name__) and ": " not in cause:
+        cause = f"{type(error).__name__}: {cause}"
+    return cause
+
+
+def _run_traced(strategy, replica_fn):
+    """Run ``strategy.run(replica_fn)`` in a ``tf.function``; what the graph says of its value.
+
+    Returns the value, one set per replica of the all-reduces (keys) that feed that replica's
+    value, and for every such key the arrays the replicas gave it.
+    """
+    import tensorflow as tf
+
+    found: dict = {}
+
+    def step():
+        result = strategy.run(replica_fn)
+        walk = tf.autograph.experimental.do_not_convert(_all_reduces_feeding)
+        found["feeds"], groups = walk(strategy, result)
+        found["keys"] = list(groups)
+        return result, [list(groups[key]) for key in found["keys"]]
+
+    value, arrays = tf.function(step)()
+    inputs = {
+        key: [np.asarray(a) for a in group]
+        for key, group in zip(found["keys"], arrays, strict=True)
+    }
+    return value, found["feeds"], inputs
+
+
+def _differ(arrays: list) -> bool:
+    """Whether the replicas gave an all-reduce different inputs."""
+    first = arrays[0]
+    return any(a.shape != first.shape or not np.allclose(a, first) for a in arrays[1:])
+
+
+def _all_reduces_feeding(strategy, result):
+    """Per replica, the all-reduces its returned tensors come from; each one's input tensors.
+
+    An all-reduce is a collective op (grouped across devices by its rank among the
+    collectives of its device) or an op whose inputs come from several devices, such as the
+    ``AddN`` that ``ReductionToOneDevice`` and int32 all-reduces are made of.
+    """
+    import tensorflow as tf
+
+    graph = tf.compat.v1.get_default_graph()
+    rank: dict = {}
+    groups: dict = {}
+    per_device: dict = {}
+    for op in graph.get_operations():
         if op.type in _ALL_REDUCE_OPS:
-            return True
-        pending.extend(tensor.op for tensor in op.inputs)
-    return False
+            index = per_device.setdefault(op.device, 0)
+            per_device[op.device] = index + 1
+            rank[op.name] = ("collective", index)
+            groups.setdefault(rank[op.name], []).append(op.inputs[0])
+    locals_by_replica = [[] for _ in range(strategy.num_replicas_in_sync)]
+    for item in tf.nest.flatten(result):
+        for replica, local in enumerate(strategy.experimental_local_results(item)):
+            if isinstance(local, tf.Tensor) and local.graph is graph:
+                locals_by_replica[replica].append(local)
+    feeds = []
+    for tensors in locals_by_replica:
+        keys: set = set()
+        seen: set = set()
+        pending = [tensor.op for tensor in tensors]
+        while pending:
+            op = pending.pop()
+            if op.name in seen:
+                continue
+            seen.add(op.name)
+            devices = {tensor.op.device for tensor in op.inputs} - {""}
+            if op.name in rank:
+                keys.add(rank[op.name])
+            elif len(devices) > 1:
+                keys.add(("gathered", op.name))
+                groups[("gathered", op.name)] = list(op.inputs)
+            else:
+                pending.extend(tensor.op for tensor in op.inputs)
+        feeds.append(keys if tensors else set())
+    return feeds, groups
 
 
 def _table_or_verdict(value, wanted: str, fix: str):

@@ -11,12 +11,14 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from collections.abc import Callable
 
 import numpy as np
 
 from mirrorkit._validate import refuse
-from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, raised
+from mirrorkit.checks._learner_runs import learner_error
+from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult
 
 
 def check_restore(restore: Callable, path, reference, *, strategy=None) -> CheckResult:
@@ -74,6 +76,12 @@ def check_restore(restore: Callable, path, reference, *, strategy=None) -> Check
     model = _restored(keras, restore, path)
     if isinstance(model, CheckResult):
         return model
+    if _shares_variables(model, reference):
+        return CheckResult(
+            False,
+            "restore returned the model that was saved (its very variables), not a model "
+            "restored from path: build a new model and restore the checkpoint into it.",
+        )
     weights = _weights_verdict(reference, model)
     if weights is not None:
         return weights
@@ -117,6 +125,9 @@ def check_restore(restore: Callable, path, reference, *, strategy=None) -> Check
             "(its moments) are not the saved ones: compile with the same optimizer as the "
             "saved model and restore it with the model.",
         )
+    elsewhere = _reads_path(keras, tf, restore, path, reference)
+    if elsewhere is not None:
+        return CheckResult(False, elsewhere)
     where = "on one device" if strategy is None else f"under {type(strategy).__name__}"
     return CheckResult(
         True,
@@ -158,7 +169,7 @@ def _restored(keras, restore, path):
     except Exception as error:  # noqa: BLE001 - the learner's code: a verdict, not a traceback
         return CheckResult(
             False,
-            f"restore raised {raised(error)} A checkpoint written "
+            f"{learner_error(error, 'restore')} A checkpoint written "
             "by tf.train.Checkpoint.save is read by tf.train.Checkpoint(...).restore(path); "
             "model.load_weights and keras.models.load_model read Keras's own files.",
         )
@@ -219,3 +230,66 @@ def _placement_problem(tf, model, strategy) -> str | None:
             "`with strategy.scope():`, then restore into it."
         )
     return None
+
+
+def _shares_variables(model, reference) -> bool:
+    saved = {id(v) for v in reference.weights}
+    return model is reference or any(id(v) in saved for v in model.weights)
+
+
+def _reads_path(keras, tf, restore, path, reference) -> str | None:
+    """Why ``restore`` does not read its ``path`` (given another checkpoint), or None.
+
+    The other checkpoint holds the saved values moved by a seeded step, under the names the
+    checkpoint at ``path`` uses; a restore that reads another file, or returns a model
+    restored before, gives the first values back.
+    """
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(
+        tf.train.load_checkpoint(str(path)).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH")
+    )
+    names = {child.local_name for child in graph.nodes[0].children} - {"save_counter"}
+    if not names or not names <= {"model", "optimizer"}:
+        return None  # saved under other names: the probe could not write the same file
+    try:
+        other = _moved_copy(keras, reference)
+    except Exception:  # noqa: BLE001 - a model the probe cannot copy: the check goes without it
+        return None
+    parts = {"model": other, "optimizer": other.optimizer}
+    with tempfile.TemporaryDirectory(prefix="mirrorkit-restore-") as folder:
+        checkpoint = tf.train.Checkpoint(**{name: parts[name] for name in names})
+        moved = checkpoint.save(folder + "/ckpt")
+        try:
+            model = restore(str(moved))
+        except Exception:  # noqa: BLE001 - it restored path once; another file is a fair ask
+            model = None
+    weights = getattr(model, "weights", None) or []
+    if len(weights) == len(other.weights) and all(
+        _same(np.asarray(w), v) for w, v in zip(other.weights, weights, strict=True)
+    ):
+        return None
+    return (
+        "restore does not read the checkpoint at its path: given another checkpoint, it "
+        "returned other weights than the ones saved there (it restores a file named in the "
+        "code, such as mirrored_path, or returns a model restored before). Restore from the "
+        "path argument: tf.train.Checkpoint(model=model).restore(path)."
+    )
+
+
+def _moved_copy(keras, reference):
+    """A one-device copy of ``reference`` whose weights and optimizer state moved (seeded)."""
+    other = keras.models.clone_model(reference)
+    optimizer = type(reference.optimizer).from_config(reference.optimizer.get_config())
+    other.compile(optimizer=optimizer, loss=reference.loss)
+    other.optimizer.build(other.trainable_variables)
+    rng = np.random.default_rng(0)
+    for variable, saved in zip(other.weights, reference.weights, strict=True):
+        variable.assign(np.asarray(saved) + rng.normal(size=saved.shape).astype(saved.dtype))
+    pairs = zip(other.optimizer.variables, reference.optimizer.variables, strict=True)
+    for variable, saved in pairs:
+        value = np.asarray(saved)
+        step = rng.normal(size=value.shape) if value.dtype.kind == "f" else 3
+        variable.assign((value + np.abs(step)).astype(value.dtype))
+    return other

@@ -22,12 +22,12 @@ import numpy as np
 
 from mirrorkit._validate import require_count, require_int, require_seconds
 from mirrorkit.checks._resume_verdict import (
-    KILL_AFTER,
     SAVE_EVERY,
     SAVING,
     SETTING_UP,
     STEPS,
     failure,
+    plan,
     run_problem,
     signature_problem,
     verdict,
@@ -200,20 +200,23 @@ def check_resume(
     """Check that ``checkpointing`` makes a killed cluster resume exactly where it stopped.
 
     Three runs of :func:`resumable_training` on a fresh :class:`mirrorkit.LocalCluster`:
-    one without a fault, one in which the last worker is killed (SIGKILL) after step 6,
-    and a relaunch in the killed run's folder, after deleting every folder inside it (the
-    workers' private folders: a replacement machine does not have them). It passes only if
-    the relaunch started after step 4 on every worker, with the model, the optimizer,
-    ``step`` and ``seen`` of step 4, and ended with the weights of the run without a
-    fault, bit for bit. Each worker but the chief is given its own copy of the shared
-    folder as ``checkpoint_dir``, so that what it saves there is seen as its own. Each run
-    takes some seconds; every process ends with its run.
+    one without a fault, one in which the last worker is killed (SIGKILL) a few steps after
+    a save, and a relaunch in the killed run's folder, after deleting every folder inside it
+    (the workers' private folders: a replacement machine does not have them). ``seed`` picks
+    how often ``save`` is called and when the worker dies (for seeds 0 and 42: a save every
+    4 steps, killed after step 6), so that no step number written into an answer fits every
+    seed. It passes only if the relaunch started after the last save before the kill on
+    every worker, with the model, the optimizer, ``step`` and ``seen`` of that step, and
+    ended with the weights of the run without a fault, bit for bit. Each worker but the
+    chief is given its own copy of the shared folder as ``checkpoint_dir``, so that what it
+    saves there is seen as its own. Each run takes some seconds; every process ends with it.
 
     Args:
         checkpointing: The learner's function ``(context, checkpoint_dir, model, optimizer,
             step, seen)`` returning ``save(number)`` (``...``: not attempted).
         num_workers: Workers in the cluster (2-16).
-        seed: Seed every worker applies with :func:`mirrorkit.make_reproducible`.
+        seed: Seed every worker applies with :func:`mirrorkit.make_reproducible`; it also
+            picks the steps of the saves and of the kill.
         timeout: Seconds each of the three runs may take.
 
     Returns:
@@ -251,12 +254,15 @@ def _three_runs(checkpointing, folder: Path, num_workers: int, seed: int, timeou
 
     cluster = mk.LocalCluster(num_workers, seed=seed, echo=False, collective_timeout=timeout)
     last = num_workers - 1
+    save_every, kill_after, _ = plan(seed)
 
     def run(shared: Path, fault=None):
         views = _views(shared, num_workers)
 
         def train(context):
-            return resumable_training(context, views[context.task_id], checkpointing)
+            return resumable_training(
+                context, views[context.task_id], checkpointing, save_every=save_every
+            )
 
         return cluster.run(train, timeout=timeout, fault=fault)
 
@@ -265,7 +271,7 @@ def _three_runs(checkpointing, folder: Path, num_workers: int, seed: int, timeou
     try:
         reference = run(whole).result
     except mk.ClusterError as error:
-        return CheckResult(False, failure("in a run without any fault", error))
+        return CheckResult(False, failure("in a run without any fault", error, save_every))
     except TypeError as error:  # the function cannot be sent to the workers
         return CheckResult(False, f"checkpointing cannot run on the workers: {error}")
     if reference["problem"]:
@@ -299,16 +305,20 @@ def _three_runs(checkpointing, folder: Path, num_workers: int, seed: int, timeou
     # 2. The last worker is killed after step 6; the checkpoint of step 4 should remain.
     lab = folder / "killed"
     try:
-        killed = run(lab, mk.KillWorker(worker=last, at_step=KILL_AFTER))
+        killed = run(lab, mk.KillWorker(worker=last, at_step=kill_after))
     except mk.WorkerFailedError as error:
         if not error.run.exits.get(last, "").startswith("killed"):
-            return CheckResult(False, failure("in the run in which a worker is killed", error))
+            return CheckResult(
+                False, failure("in the run in which a worker is killed", error, save_every)
+            )
     except mk.ClusterError as error:
-        return CheckResult(False, failure("in the run in which a worker is killed", error))
+        return CheckResult(
+            False, failure("in the run in which a worker is killed", error, save_every)
+        )
     else:
         return CheckResult(
             False,
-            f"worker {last} was to be killed after step {KILL_AFTER}, but the run finished "
+            f"worker {last} was to be killed after step {kill_after}, but the run finished "
             f"(it started after step {killed.result['start']}), so nothing was tested: restore "
             "only from checkpoint_dir.",
         )
@@ -318,8 +328,8 @@ def _three_runs(checkpointing, folder: Path, num_workers: int, seed: int, timeou
     try:
         resumed = run(lab)
     except mk.ClusterError as error:
-        return CheckResult(False, failure("in the relaunched run", error))
-    return verdict(reference, resumed.results, last)
+        return CheckResult(False, failure("in the relaunched run", error, save_every))
+    return verdict(reference, resumed.results, last, seed)
 
 
 def _views(shared: Path, num_workers: int) -> list[str]:

@@ -1,16 +1,18 @@
 """The classroom labs: student editions, the answer key, and grading that rejects wrong answers.
 
 The fast tests look at what `dev.py labs` writes. The `grading` tests (the reference job
-only: each executes every chapter with exercises) grade with otter-grader: the grading
-command gives the answer key full marks; then, in one kernel per chapter running the student
-edition, every untouched exercise scores zero, and every exercise gets its plausible wrong
-answers, each rejected with feedback naming the mistake, and different correct answers, each
-accepted (tests/book/variants/<chapter>.py), graded by otter's own grader.check. The
-verdicts are written to test-artifacts/labs/<chapter>.json.
+only) grade every chapter with exercises through bookbuild.grading's sandboxed runner, in one
+grade_variants call per chapter at the manifest's replicas and the first of its
+grade_replicas, seed 7: the blank prompt scores zero ("not attempted yet"), the answer key
+passes, every plausible wrong answer of tests/book/variants/<chapter>.py fails with feedback
+naming the mistake and every differently written right answer passes. The verdicts are
+written to test-artifacts/labs/<chapter>.json. One more test runs chapter 1's student edition
+in a kernel: otter's grader.check, the learner's self-check, still scores it.
 """
 
 import importlib.util
 import json
+import time
 from pathlib import Path
 
 import nbformat
@@ -18,9 +20,10 @@ import pytest
 
 from bookbuild import ROOT
 from bookbuild.execute import notebook_client
-from bookbuild.grading import grade
-from bookbuild.labs import CHECK_TAG, build_lab, exercises
+from bookbuild.grading import grade_variants
+from bookbuild.labs import CHECK_TAG, WIDGET_VIEW, build_lab, exercises
 from bookbuild.manifest import load_manifest
+from tests.book.answer_leaks import leaks
 
 pytestmark = pytest.mark.book
 
@@ -87,13 +90,143 @@ def test_student_edition_has_no_solutions_and_keeps_the_checks(chapter, labs):
     )
 
 
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=IDS)
+def test_student_edition_shows_the_chapter_outputs_and_no_answer(chapter, labs):
+    lab = labs[chapter["path"].stem]
+    book = nbformat.read(chapter["path"], as_version=4)
+    student = nbformat.read(lab.student, as_version=4)
+    found = exercises(book)
+    inside = {i for e in found for i in range(e.prompt, e.check + 1)}
+    chapter_cells = [
+        c
+        for i, c in enumerate(book.cells)
+        if c.cell_type == "code" and i not in inside and "open-in-colab" not in _tags(c)
+    ]
+    code = [c for c in student.cells if c.cell_type == "code"]
+    # Every chapter cell outside the exercises shows what it showed in the book, less the
+    # live widget views (a kernel's); no other cell shows anything.
+    shown = {c.source: c.outputs for c in code if c.outputs}
+    for cell in chapter_cells:
+        expected = [_without_view(o) for o in cell.outputs]
+        assert shown.pop(cell.source, []) == [o for o in expected if o.get("data", True)]
+    assert shown == {}, "cells that are not the chapter's show outputs"
+    assert "widgets" not in student.metadata
+    answers = {i for i, c in enumerate(student.cells) if "otter_answer_cell" in _tags(c)}
+    assert len(answers) == len(found)
+    found_leaks = leaks(book, student.cells, answers)
+    # Its size, and what it shows: test-artifacts/labs/<chapter>.student.json.
+    size, chapter_size = lab.student.stat().st_size, chapter["path"].stat().st_size
+    report = {"bytes": size, "chapter_bytes": chapter_size, "leaks": found_leaks}
+    report["cells_with_outputs"] = sum(1 for c in code if c.outputs)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / f"{chapter['path'].stem}.student.json").write_text(json.dumps(report, indent=1))
+    assert found_leaks == [], "an answer shows before the student writes it"
+    assert size <= 1.2 * chapter_size, report
+
+
+def test_an_answer_shown_before_its_exercise_is_found():
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    solutions = "# Exercise 1\nsplit = tf.distribute.experimental.partitioners.MinSizePartitioner"
+    solutions += "(min_shard_bytes=1024, max_shards=2)\n\n# Exercise 2\n"
+    solutions += "config = {'task': {'type': 'worker', 'index': 1}}\n\n# Exercise 3\n"
+    solutions += "def scaled(x):\n    return tf.reduce_sum(x) / strategy.num_replicas_in_sync\n"
+    exercise_cells = [
+        new_markdown_cell("**Exercise 1.** x"),
+        new_code_cell("split = ...", metadata={"tags": ["exercise-answer"]}),
+        new_code_cell("mk.check_a(split)", metadata={"tags": ["exercise-check"]}),
+        new_markdown_cell("**Exercise 2.** y"),
+        new_code_cell("config = ...", metadata={"tags": ["exercise-answer"]}),
+        new_code_cell("mk.check_b(config)", metadata={"tags": ["exercise-check"]}),
+        new_markdown_cell("**Exercise 3.** z"),
+        new_code_cell("scaled = ...", metadata={"tags": ["exercise-answer"]}),
+        new_code_cell("mk.check_c(scaled)", metadata={"tags": ["exercise-check"]}),
+        new_markdown_cell(f"<summary>Solutions</summary>\n```python\n{solutions}```"),
+    ]
+
+    def printed(text, kind="stream"):
+        if kind == "stream":
+            return new_code_cell("show()", outputs=[new_output("stream", text=text)])
+        return new_code_cell("show()", outputs=[new_output(kind, data={"text/html": text})])
+
+    def found(*cells):
+        book = new_notebook(cells=[*cells, *exercise_cells])
+        answers = {i for i, c in enumerate(book.cells) if "exercise-answer" in _tags(c)}
+        return leaks(book, book.cells[:-1], answers)
+
+    clean = [
+        new_code_cell("parts = partitioners.MinSizePartitioner(min_shard_bytes=4096)"),
+        new_code_cell("def mean(x):\n    return tf.reduce_mean(x)"),
+        printed("{'task': {'type': 'worker', 'index': 0}}"),
+        printed("NOT YET: not attempted", "display_data"),
+    ]
+    assert found(*clean) == []
+    # The chapter writes an answer (by another path to the same class, another name).
+    assert found(
+        new_code_cell("p = partitioners.MinSizePartitioner(min_shard_bytes=1024, max_shards=2)")
+    )[0].startswith("ex1 in cell 0's code")
+    # A function with the answer's body.
+    assert found(
+        new_code_cell("def f(x):\n    return tf.reduce_sum(x) / strategy.num_replicas_in_sync")
+    )[0].startswith("ex3 in cell 0's code")
+    # An output prints an answer's value, or its code, or a check's verdict.
+    assert found(printed("{'task': {'type': 'worker', 'index': 1}}"))[0].startswith(
+        "ex2 in cell 0's output"
+    )
+    assert found(
+        printed("def scaled(x):\n    return tf.reduce_sum(x) / strategy.num_replicas_in_sync\n")
+    )[0].startswith("ex3 in cell 0's")
+    verdict = '<div class="mirrorkit-report"><strong>PASS</strong>: right</div>'
+    assert found(printed(verdict, "display_data")) == [
+        f"ex{k} in cell 0's output: a check's PASS verdict" for k in (1, 2, 3)
+    ]
+
+
+def _tags(cell) -> list[str]:
+    return cell.metadata.get("tags", [])
+
+
+def _without_view(output):
+    data = {k: v for k, v in output.get("data", {}).items() if k != WIDGET_VIEW}
+    return nbformat.from_dict({**output, "data": data}) if "data" in output else output
+
+
 @pytest.mark.grading
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=IDS)
-def test_the_grading_command_gives_the_answer_key_full_marks(chapter, labs):
+def test_grading_scores_the_blank_the_key_and_every_variant(chapter, labs):
     lab = labs[chapter["path"].stem]
-    key = grade(lab, lab.answer_key)  # `otter run`, as `dev.py grade` runs it
-    assert key.total[0] == key.total[1] == len(key.scores) >= 1, key.scores
-    _save(chapter, "answer key", key.scores)
+    wrong, right = variants(chapter)
+    book = nbformat.read(chapter["path"], as_version=4)
+    cases = []
+    for exercise in exercises(book):
+        number = exercise.number
+        cases += [
+            (number, "blank", book.cells[exercise.answer].source),
+            (number, "answer key", exercise.solution),
+        ]
+        cases += [(number, f"wrong: {label}", code) for label, code, _ in wrong[number]]
+        cases += [(number, f"right {i + 1}", code) for i, code in enumerate(right[number])]
+    words = {(n, f"wrong: {label}"): word for n, items in wrong.items() for label, _, word in items}
+    choices = {"replicas": [chapter["replicas"], *chapter["grade_replicas"][:1]], "seed": 7}
+    started = time.monotonic()
+    verdicts = grade_variants(lab, cases, choices=choices)  # the sandboxed runner, every case
+    problems = []
+    for verdict in verdicts:
+        number, label, feedback = verdict["exercise"], verdict["label"], verdict["feedback"]
+        if label == "blank" and (verdict["passed"] or "not attempted yet" not in feedback):
+            problems.append(f"ex{number} blank: {verdict}")
+        elif label.startswith(("right", "answer key")) and not verdict["passed"]:
+            problems.append(f"ex{number} {label}: rejected: {feedback}")
+        elif label.startswith("wrong") and (
+            verdict["passed"] or words[(number, label)] not in feedback.lower()
+        ):
+            problems.append(
+                f"ex{number} {label}: passed={verdict['passed']}, feedback {feedback!r} "
+                f"lacks {words[(number, label)]!r}"
+            )
+    _save(chapter, "grading", {"choices": choices, "seconds": round(time.monotonic() - started)})
+    _save(chapter, "variants", verdicts)
+    assert problems == [], "\n".join(problems)
 
 
 CHECK = (
@@ -104,20 +237,11 @@ CHECK = (
 
 
 @pytest.mark.grading
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=IDS)
-def test_wrong_answers_are_rejected_and_right_ones_accepted(chapter, labs):
+def test_the_students_self_check_still_works(labs):
+    chapter = CHAPTERS[0]
     lab = labs[chapter["path"].stem]
-    wrong, right = variants(chapter)
     nb = nbformat.read(lab.student, as_version=4)
-    cases = [
-        (n, "wrong", label, code, word) for n, items in wrong.items() for label, code, word in items
-    ]
-    cases += [
-        (n, "right", f"correct answer {i + 1}", code, None)
-        for n, codes in right.items()
-        for i, code in enumerate(codes)
-    ]
-    verdicts, problems = [], []
+    first = exercises(nbformat.read(chapter["path"], as_version=4))[0]
     with (
         notebook_client(nb, timeout=chapter["cell_timeout"], cwd=lab.student.parent) as client,
         client.setup_kernel(),
@@ -125,37 +249,11 @@ def test_wrong_answers_are_rejected_and_right_ones_accepted(chapter, labs):
         for index, cell in enumerate(nb.cells):
             if cell.cell_type == "code":
                 client.execute_cell(cell, index)  # the blank edition, run as a learner would
-        for number in wrong:  # untouched, every exercise scores zero
-            passed, score, _, report = _graded(client, number)
-            blank = _assertion(report)
-            verdicts.append(
-                {"exercise": number, "kind": "blank", "score": score, "feedback": blank}
-            )
-            if passed or score or not blank.startswith("not attempted yet"):
-                problems.append(f"ex{number} blank: score {score}, feedback {blank!r}")
-        for number, kind, label, code, word in cases:
-            client.execute_cell(nbformat.v4.new_code_cell(code), 0)
-            passed, score, possible, report = _graded(client, number)
-            feedback = _assertion(report)
-            verdicts.append(
-                {
-                    "exercise": number,
-                    "kind": kind,
-                    "label": label,
-                    "score": score,
-                    "possible": possible,
-                    "feedback": feedback,
-                }
-            )
-            if kind == "right" and not passed:
-                problems.append(f"ex{number} {label}: rejected: {feedback}")
-            if kind == "wrong" and (passed or word not in feedback.lower()):
-                problems.append(
-                    f"ex{number} wrong ({label}): passed={passed}, "
-                    f"feedback {feedback!r} lacks {word!r}"
-                )
-    _save(chapter, "variants", verdicts)
-    assert problems == [], "\n".join(problems)
+        blank = [_graded(client, n)[1] for n in range(1, 4)]
+        client.execute_cell(nbformat.v4.new_code_cell(first.solution), 0)
+        passed, score, possible, _ = _graded(client, first.number)
+    assert blank == [0, 0, 0]
+    assert (passed, score, possible) == (True, 1, 1)
 
 
 def _graded(client, number: int) -> list:
@@ -164,14 +262,6 @@ def _graded(client, number: int) -> list:
     client.execute_cell(probe, 0)
     text = "".join(o.get("text", "") for o in probe.outputs if o.get("name") == "stdout")
     return json.loads(text.strip().splitlines()[-1])
-
-
-def _assertion(report: str) -> str:
-    lines = [line.strip() for line in report.splitlines() if "AssertionError: " in line]
-    if lines:
-        return lines[-1].split("AssertionError: ", 1)[1]
-    errors = [line.strip() for line in report.splitlines() if "Error" in line]
-    return errors[-1] if errors else ""
 
 
 def _save(chapter, part: str, value) -> None:

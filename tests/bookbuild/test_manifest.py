@@ -58,3 +58,17 @@ def test_a_repository_that_colab_cannot_open_is_refused(tmp_path):
     )
     with pytest.raises(SystemExit, match="GitHub address"):
         load_manifest(path)
+
+
+@pytest.mark.parametrize("value", ['"8"', "[2, 0]", "[2.5]", "[true]"])
+def test_grade_replicas_must_be_a_list_of_counts(tmp_path, value):
+    text = BOOK + f'[[chapters]]\nfile="a.ipynb"\nnbval="strict"\ngrade_replicas={value}\n'
+    with pytest.raises(SystemExit, match="grade_replicas must be a list of replica counts"):
+        load_manifest(_write(tmp_path, text))
+
+
+def test_grade_replicas_default_and_an_empty_list_means_one_run(tmp_path):
+    text = BOOK + '[defaults]\nnbval="strict"\n[[chapters]]\nfile="a.ipynb"\n'
+    text += '[[chapters]]\nfile="b.ipynb"\ngrade_replicas=[]\n'
+    first, second = load_manifest(_write(tmp_path, text))["chapters"]
+    assert first["grade_replicas"] == [2, 8] and second["grade_replicas"] == []

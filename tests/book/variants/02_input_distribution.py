@@ -24,6 +24,28 @@ WRONG = {
             "drop_remainder=true",
         ),
         ("not batched", "train = examples.take(50)", "batch"),
+        (
+            "a literal global batch of 32 (8 on each of four replicas)",
+            "train = examples.take(50).batch(32, drop_remainder=True)",
+            "examples",
+        ),
+        (
+            "a filter that keeps any non-empty batch",
+            "train = examples.take(50).batch(8 * strategy.num_replicas_in_sync)"
+            ".filter(lambda ids, xy: tf.size(ids) > 0)",
+            "partial",
+        ),
+        (
+            "an empty dataset, which has no partial batch",
+            "train = examples.take(0).batch(8 * strategy.num_replicas_in_sync, "
+            "drop_remainder=True)",
+            "no step",
+        ),
+        (
+            "all 64 examples in a hard-coded 2 batches of 32",
+            "train = examples.batch(32)",
+            "drop_remainder=true",
+        ),
     ],
     2: [
         (
@@ -47,6 +69,47 @@ WRONG = {
             "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
             "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
             "    return sharded.batch(per_replica)",
+            "drop_remainder=true",
+        ),
+        (
+            "sharded by the replica count: three quarters of the data never read",
+            "def make_train(context):\n"
+            "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
+            "    sharded = examples.shard(context.num_replicas_in_sync, "
+            "context.input_pipeline_id)\n"
+            "    return sharded.batch(per_replica, drop_remainder=True)",
+            "examples missing across input pipelines",
+        ),
+        (
+            "sharded into a hard-coded 4",
+            "def make_train(context):\n"
+            "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
+            "    sharded = examples.shard(4, context.input_pipeline_id)\n"
+            "    return sharded.batch(per_replica, drop_remainder=True)",
+            "examples missing across input pipelines",
+        ),
+        (
+            "a literal per-replica batch of 4",
+            "def make_train(context):\n"
+            "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+            "    return sharded.batch(4, drop_remainder=True)",
+            "get_per_replica_batch_size",
+        ),
+        (
+            "every example twice",
+            "def make_train(context):\n"
+            "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
+            "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+            "    return sharded.repeat(2).batch(per_replica, drop_remainder=True)",
+            "more than once",
+        ),
+        (
+            "full batches kept by a filter: the batch size is not fixed",
+            "def make_train(context):\n"
+            "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
+            "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+            "    batches = sharded.batch(per_replica)\n"
+            "    return batches.filter(lambda ids, xy: tf.shape(ids)[0] == per_replica)",
             "drop_remainder=true",
         ),
         (
@@ -81,6 +144,11 @@ WRONG = {
             ".with_options(options)",
             "global batch",
         ),
+        (
+            "a literal global batch of 16",
+            DATA.format("DATA") + "stream = examples.repeat().batch(16).with_options(options)",
+            "global batch",
+        ),
     ],
 }
 
@@ -94,6 +162,8 @@ RIGHT = {
         "    .batch(per_replica * strategy.num_replicas_in_sync, drop_remainder=True)\n"
         "    .prefetch(tf.data.AUTOTUNE)\n"
         ")",
+        "size = 8 * strategy.num_replicas_in_sync\n"
+        "train = examples.take(50).batch(size).filter(lambda ids, xy: tf.shape(ids)[0] == size)",
     ],
     2: [
         "def make_train(context):\n"
@@ -105,11 +175,20 @@ RIGHT = {
         "    batches = examples.batch(per_replica, drop_remainder=True)\n"
         "    mine = batches.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
         "    return mine.prefetch(2)",
+        "def make_train(context):\n"
+        "    mine = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+        "    size = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
+        "    return mine.shuffle(64, seed=SEED).batch(size, drop_remainder=True)",
     ],
     3: [
         DATA.format("DATA")
         + "stream = examples.repeat().batch(GLOBAL_BATCH).with_options(options)",
         DATA.format("DATA") + "stream = examples.with_options(options).repeat()\n"
         "stream = stream.batch(GLOBAL_BATCH, drop_remainder=True)",
+        "policy = tf.data.experimental.AutoShardPolicy.DATA\n"
+        "options = tf.data.Options()\n"
+        "options.experimental_distribute.auto_shard_policy = policy\n"
+        "stream = examples.repeat().batch(4 * strategy.num_replicas_in_sync)"
+        ".with_options(options)",
     ],
 }

@@ -24,22 +24,52 @@ WRONG = {
             f"    return summed_mse(y, {PRED}) / tf.cast(tf.shape(x)[0], tf.float32)",
             "local batch",
         ),
+        (
+            "divided by a literal 32 (the stored GLOBAL_BATCH of four replicas)",
+            f"def sum_fixed(model, x, y):\n    return summed_mse(y, {PRED}) / 32",
+            "fixed 32 where the global batch",
+        ),
+        (
+            "divided by 8 examples and a literal 4 replicas",
+            f"def sum_fixed(model, x, y):\n    return summed_mse(y, {PRED}) / 8 / 4",
+            "fixed 4 where there are",
+        ),
+        (
+            "the summed loss taken out to NumPy",
+            "def sum_fixed(model, x, y):\n"
+            f"    return tf.constant(summed_mse(y, {PRED}).numpy() / GLOBAL_BATCH)",
+            "numpy",
+        ),
     ],
     2: [
         (
-            "the Keras 2 advice unchanged",
-            "def keras2_fixed(model, x, y):\n    return keras2_advice(model, x, y)",
+            "the default-reduction loss divided by the replicas (the Keras 2 advice)",
+            f"def replica_share(model, x, y):\n    return default_mse(y, {PRED}) / N",
             "twice",
         ),
         (
-            "multiplied by the replicas",
-            f"def keras2_fixed(model, x, y):\n    return default_mse(y, {PRED}) * N",
+            "the summed loss divided by the replicas only",
+            "def replica_share(model, x, y):\n"
+            f"    return summed_mse(y, {PRED}) / strategy.num_replicas_in_sync",
+            "replicas, not by the global batch",
+        ),
+        (
+            "the local mean divided by a literal 4 replicas",
+            "def replica_share(model, x, y):\n"
+            f"    local_mean = summed_mse(y, {PRED}) / tf.cast(tf.shape(x)[0], tf.float32)\n"
+            "    return local_mean / 4",
+            "fixed 4 where there are",
+        ),
+        (
+            "the local mean not divided at all",
+            "def replica_share(model, x, y):\n"
+            f"    return tf.reduce_mean(per_example_mse(y, {PRED}))",
             "local batch",
         ),
         (
-            "divided by the global batch as well",
-            f"def keras2_fixed(model, x, y):\n    return default_mse(y, {PRED}) / GLOBAL_BATCH",
-            "averaged twice",
+            "the summed loss divided by the global batch and the replicas again",
+            f"def replica_share(model, x, y):\n    return summed_mse(y, {PRED}) / GLOBAL_BATCH / N",
+            "twice",
         ),
     ],
     3: [
@@ -66,7 +96,7 @@ WRONG = {
             f"    per_example = per_example_mse(y, {PRED})\n"
             "    loss = tf.nn.compute_average_loss(per_example, global_batch_size=10)\n"
             "    return loss + tf.nn.scale_regularization_loss(tf.add_n(model.losses))",
-            "by the global batch size",
+            "fixed 10 where the global batch",
         ),
         (
             "penalty left out",
@@ -76,6 +106,22 @@ WRONG = {
             "    return tf.nn.compute_average_loss(per_example, global_batch_size=global_size)",
             "missing",
         ),
+        (
+            "penalty divided by a literal 4 replicas",
+            "def regularized_short(model, x, y):\n"
+            + GLOBAL_SIZE
+            + f"    per_example = per_example_mse(y, {PRED})\n"
+            "    loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_size)\n"
+            "    return loss + tf.add_n(model.losses) / 4",
+            "penalty by a fixed 4",
+        ),
+        (
+            "divided by a literal 32",
+            "def regularized_short(model, x, y):\n"
+            f"    loss = tf.reduce_sum(per_example_mse(y, {PRED})) / 32\n"
+            "    return loss + tf.nn.scale_regularization_loss(tf.add_n(model.losses))",
+            "fixed 32 where the global batch",
+        ),
     ],
 }
 
@@ -83,10 +129,21 @@ RIGHT = {
     1: [
         f"def sum_fixed(model, x, y):\n    return summed_mse(y, {PRED}) / GLOBAL_BATCH",
         f"def sum_fixed(model, x, y):\n    return summed_mse(y, {PRED}) / (8 * N)",
+        "def sum_fixed(model, x, y):  # the global batch counted by an all-reduce\n"
+        + GLOBAL_SIZE
+        + f"    return summed_mse(y, {PRED}) / tf.cast(global_size, tf.float32)",
     ],
     2: [
-        f"def keras2_fixed(model, x, y):\n    return default_mse(y, {PRED})",
-        "def keras2_fixed(model, x, y):\n    return keras2_advice(model, x, y) * N",
+        "def replica_share(model, x, y):\n"
+        f"    return tf.reduce_mean(per_example_mse(y, {PRED})) / strategy.num_replicas_in_sync",
+        "def replica_share(model, x, y):  # the replicas read where the loss runs\n"
+        "    context = tf.distribute.get_replica_context()\n"
+        f"    mean_here = tf.reduce_mean(tf.square(y - {PRED}))\n"
+        "    return mean_here / context.num_replicas_in_sync",
+        "def replica_share(model, x, y):\n"
+        f"    per_example = per_example_mse(y, {PRED})\n"
+        "    count = tf.cast(tf.size(per_example), per_example.dtype)\n"
+        "    return tf.reduce_sum(per_example) / count / N",
     ],
     3: [
         "def regularized_short(model, x, y):\n"

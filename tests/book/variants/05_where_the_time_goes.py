@@ -3,7 +3,9 @@
 Every wrong answer here is wrong whatever the timings: it takes another recorded number (a
 size, a replica count, the fastest repeat, a bandwidth) or another arithmetic (the inverse
 ratio, a difference), which the check recognises exactly, never by a margin. The
-predictions vary and some are surely wrong: a prediction only has to be well formed.
+predictions vary and some are surely wrong: a prediction only has to be well formed. The
+benchmarks are measured again in every run (and when graded), so numbers copied from a stored
+output, and a measurement typed in from one, are never these records.
 """
 
 AT_8MIB = (
@@ -79,6 +81,12 @@ WRONG = {
             " key=lambda pair: pair[1])",
             "did not run here",
         ),
+        (
+            "the ranking copied from a stored output",
+            PREDICTED + "ranking = [('one_device', 0.0042), ('hierarchical_copy', 0.0061),"
+            " ('collective', 0.0123)]",
+            "copied from an earlier output",
+        ),
     ],
     2: [
         (
@@ -129,6 +137,25 @@ WRONG = {
             + "measured_growth = large.median_s / small.median_s",
             "must be a positive number",
         ),
+        (
+            "the growth copied as a number",
+            GROW + "measured_growth = 2.87",
+            "copied from an earlier output",
+        ),
+        (
+            "a measurement typed in from a stored output",
+            "predicted_growth = 4.0\n"
+            "from mirrorkit.measure.benchmark import record_from_times\n"
+            "measurement = mk.AllReduceBenchmark(records=(\n"
+            '    record_from_times("collective", REPLICAS, 256 << 10, [0.0011, 0.0012, 0.0013],'
+            " 1e10),\n"
+            '    record_from_times("collective", REPLICAS, 4 << 20, [0.0051, 0.0052, 0.0054],'
+            " 1e10),\n"
+            "))\n"
+            "small, large = measurement.records\n"
+            "measured_growth = large.median_s / small.median_s",
+            "not measured here",
+        ),
     ],
 }
 
@@ -145,6 +172,14 @@ RIGHT = {
         'predicted_ranking = ("hierarchical_copy", "collective", "one_device")\n'
         + AT_8MIB
         + "ranking = [(r.algorithm, r.median_s) for r in sorted(at_8mib, key=lambda r: -r.busbw)]",
+        'predicted_ranking = ["one_device", "collective", "hierarchical_copy"]\n'
+        "left = {r.algorithm: r.median_s for r in benchmark.records\n"
+        "        if r.bytes == 8 << 20 and r.replicas == REPLICAS}\n"
+        "ranking = []\n"
+        "while left:\n"
+        "    fastest = min(left, key=left.get)\n"
+        "    ranking.append((fastest, left.pop(fastest)))",
+        PREDICTED + AT_8MIB + "ranking = sorted(at_8mib, key=lambda record: record.median_s)",
     ],
     2: [
         GROW + "measured_growth = median[4 << 20] / median[256 << 10]",
@@ -156,5 +191,11 @@ RIGHT = {
         "mine = {r.bytes: r for r in measurement.records"
         ' if r.algorithm == "collective" and r.replicas == REPLICAS}\n'
         "measured_growth = 16 * mine[256 << 10].algbw / mine[4 << 20].algbw",
+        "predicted_growth = 2.5\n"
+        "measurement = mk.benchmark_all_reduce(\n"
+        '    "collective", sizes=[4 << 20, 256 << 10], replicas=[REPLICAS], repeats=4\n'
+        ")\n"
+        "times = sorted((r.bytes, r.median_s) for r in measurement.records)\n"
+        "measured_growth = times[-1][1] / times[0][1]",
     ],
 }

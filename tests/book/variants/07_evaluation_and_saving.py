@@ -44,7 +44,76 @@ WRONG = {
         (
             "each replica's mean, averaged over replicas",
             _loop("tf.reduce_mean(per_example)", "MEAN"),
-            "mean of nothing",
+            "each replica's own mean",
+        ),
+        (
+            "a one-device loop with no strategy",
+            "def evaluate(model, dataset):\n"
+            "    total = count = 0.0\n"
+            "    for x_batch, y_batch in dataset:\n"
+            "        per_example = keras.losses.mean_squared_error(y_batch, model(x_batch))\n"
+            "        total += float(tf.reduce_sum(per_example))\n"
+            "        count += int(tf.size(per_example))\n"
+            "    return total / count",
+            "outside any strategy",
+        ),
+        (
+            "under the scope, but no strategy.run",
+            "def evaluate(model, dataset):\n"
+            "    total = count = 0.0\n"
+            "    with strategy.scope():\n"
+            "        for x_batch, y_batch in dataset:\n"
+            "            per_example = keras.losses.mean_squared_error(y_batch, model(x_batch))\n"
+            "            total += float(tf.reduce_sum(per_example))\n"
+            "            count += float(tf.size(per_example))\n"
+            "    return total / count",
+            "cross-replica context",
+        ),
+        (
+            "the replicas' sums averaged with MEAN, times a literal 4",
+            "def evaluate(model, dataset):\n"
+            "    @tf.function\n"
+            "    def sums(batch):\n"
+            + REPLICA_SUMS
+            + "            return tf.reduce_sum(per_example), tf.cast(tf.size(per_example), "
+            "tf.float32)\n\n"
+            "        total, count = strategy.run(on_replica, args=batch)\n"
+            '        return strategy.reduce("MEAN", total, axis=None) * 4, '
+            'strategy.reduce("SUM", count, axis=None)\n\n'
+            "    total = count = 0.0\n"
+            "    for batch in strategy.experimental_distribute_dataset(dataset):\n"
+            "        batch_total, batch_count = sums(batch)\n"
+            "        total, count = total + float(batch_total), count + float(batch_count)\n"
+            "    return total / count",
+            "fixed 4 where there are",
+        ),
+        (
+            "NumPy on a replica's symbolic tensors",
+            _loop("np.sum(per_example.numpy()) / GLOBAL_BATCH"),
+            "numpy",
+        ),
+        (
+            "the chapter's printed loss, copied",
+            "def evaluate(model, dataset):\n    return 0.0123",
+            "never called the model",
+        ),
+        (
+            "the chapter's global model, not the one given",
+            "def evaluate(given, dataset):\n"
+            "    @tf.function\n"
+            "    def sums(batch):\n"
+            + REPLICA_SUMS
+            + "            return tf.reduce_sum(per_example), tf.cast(tf.size(per_example), "
+            "tf.float32)\n\n"
+            "        total, count = strategy.run(on_replica, args=batch)\n"
+            '        return strategy.reduce("SUM", total, axis=None), '
+            'strategy.reduce("SUM", count, axis=None)\n\n'
+            "    total = count = 0.0\n"
+            "    for batch in strategy.experimental_distribute_dataset(dataset):\n"
+            "        batch_total, batch_count = sums(batch)\n"
+            "        total, count = total + float(batch_total), count + float(batch_count)\n"
+            "    return total / count",
+            "never called the model it was given",
         ),
     ],
     2: [
@@ -82,6 +151,31 @@ WRONG = {
             "    return restored",
             "same optimizer",
         ),
+        (
+            "the model the chapter restored above, returned",
+            RESTORE + "    return plain",
+            "does not read the checkpoint at its path",
+        ),
+        (
+            "the chapter's mirrored_path, whatever the path",
+            RESTORE + "    restored = build_model()\n"
+            "    tf.train.Checkpoint(model=restored).restore(mirrored_path)\n"
+            "    return restored",
+            "does not read the checkpoint at its path",
+        ),
+        (
+            "the saved model itself",
+            RESTORE + "    return model",
+            "the model that was saved",
+        ),
+        (
+            "weights only, no optimizer state",
+            RESTORE + "    restored = build_model()\n"
+            "    tf.train.Checkpoint(model=restored).restore(path).expect_partial()\n"
+            "    restored.compile(optimizer=keras.optimizers.Adam(0.01), loss='mse')\n"
+            "    return restored",
+            "step count",
+        ),
     ],
 }
 
@@ -113,6 +207,17 @@ RIGHT = {
         "    for batch in strategy.experimental_distribute_dataset(dataset):\n"
         "        step(batch)\n"
         "    return float(mean.result())",
+        "def evaluate(model, dataset):  # eager strategy.run, local results added in Python\n"
+        "    def on_replica(x_batch, y_batch):\n"
+        "        per_example = keras.losses.MeanSquaredError(reduction='none')(\n"
+        "            y_batch, model(x_batch, training=False))\n"
+        "        return tf.reduce_sum(per_example), tf.size(per_example)\n\n"
+        "    total, count = 0.0, 0\n"
+        "    for batch in strategy.experimental_distribute_dataset(dataset):\n"
+        "        sums, counts = strategy.run(on_replica, args=batch)\n"
+        "        total += sum(float(v) for v in strategy.experimental_local_results(sums))\n"
+        "        count += sum(int(v) for v in strategy.experimental_local_results(counts))\n"
+        "    return total / count",
     ],
     2: [
         RESTORE + "    restored = build_model()\n"

@@ -246,3 +246,98 @@ WRONG_EVALUATIONS = [
 def test_check_evaluation_wrong_inputs(judged, strategy, setup, call, error, argument, match):
     model, data = setup
     judged(lambda: call(strategy, model, data), error, argument, match)
+
+
+def _one_device(model, dataset):
+    total = count = 0.0
+    for x, y in dataset:
+        per_example = keras.losses.mean_squared_error(y, model(x))
+        total, count = total + float(tf.reduce_sum(per_example)), count + float(tf.size(x[:, 0]))
+    return total / count
+
+
+def test_a_one_device_loop_with_no_strategy_is_named(strategy, setup):
+    model, data = setup
+    result = mk.check_evaluation(_one_device, strategy, model, data, global_batch=GLOBAL_BATCH)
+    assert not result.passed
+    assert "on one device, outside any strategy" in result.message, result.message
+
+
+def test_a_loop_under_the_scope_without_run_is_named(strategy, setup):
+    def evaluate(model, dataset):
+        with strategy.scope():
+            return _one_device(model, dataset)
+
+    model, data = setup
+    result = mk.check_evaluation(evaluate, strategy, model, data, global_batch=GLOBAL_BATCH)
+    assert not result.passed and "cross-replica context" in result.message, result.message
+
+
+def test_an_eager_loop_adding_local_results_passes(strategy, setup):
+    def evaluate(model, dataset):
+        def on_replica(x, y):
+            per_example = keras.losses.mean_squared_error(y, model(x))
+            return tf.reduce_sum(per_example), tf.size(per_example)
+
+        total, count = 0.0, 0
+        for batch in strategy.experimental_distribute_dataset(dataset):
+            sums, counts = strategy.run(on_replica, args=batch)
+            total += sum(float(v) for v in strategy.experimental_local_results(sums))
+            count += sum(int(v) for v in strategy.experimental_local_results(counts))
+        return total / count
+
+    model, data = setup
+    result = mk.check_evaluation(evaluate, strategy, model, data, global_batch=GLOBAL_BATCH)
+    assert result.passed, result
+    assert "inside strategy.run on all 4 replicas" in result.message
+
+
+def test_a_mean_times_a_fixed_replica_count_is_named(strategy, setup):
+    def evaluate(model, dataset):  # right with 3 replicas only; the session has 4
+        @tf.function
+        def step(batch):
+            def on_replica(x, y):
+                per_example = keras.losses.mean_squared_error(y, model(x))
+                return tf.reduce_sum(per_example), tf.cast(tf.size(per_example), tf.float32)
+
+            total, count = strategy.run(on_replica, args=batch)
+            return strategy.reduce("MEAN", total, None) * 3, strategy.reduce("SUM", count, None)
+
+        total = count = 0.0
+        for batch in strategy.experimental_distribute_dataset(dataset):
+            t, c = step(batch)
+            total, count = total + float(t), count + float(c)
+        return total / count
+
+    model, data = setup
+    result = mk.check_evaluation(evaluate, strategy, model, data, global_batch=GLOBAL_BATCH)
+    assert not result.passed
+    assert "multiplies by a fixed 3 where there are 4 replicas" in result.message, result.message
+
+
+def test_numpy_on_a_traced_tensor_is_one_sentence(strategy, setup):
+    evaluate = _per_batch(strategy, lambda per, y, p: tf.constant(np.sum(per.numpy())))
+    model, data = setup
+    result = mk.check_evaluation(evaluate, strategy, model, data, global_batch=GLOBAL_BATCH)
+    assert not result.passed
+    assert "turns a tensor into NumPy" in result.message, result.message
+    assert "in user code" not in result.message and "File " not in result.message
+
+
+def test_a_traced_loop_under_the_scope_without_run_is_named(strategy, setup):
+    def evaluate(model, dataset):
+        @tf.function
+        def sums(x, y):
+            per_example = keras.losses.mean_squared_error(y, model(x))
+            return tf.reduce_sum(per_example), tf.cast(tf.size(per_example), tf.float32)
+
+        total = count = 0.0
+        with strategy.scope():
+            for x, y in dataset:
+                t, c = sums(x, y)
+                total, count = total + float(t), count + float(c)
+        return total / count
+
+    model, data = setup
+    result = mk.check_evaluation(evaluate, strategy, model, data, global_batch=GLOBAL_BATCH)
+    assert not result.passed and "cross-replica context" in result.message, result.message

@@ -354,6 +354,17 @@ def test_check_input_pipeline_refuses_what_only_works_for_this_data(strategy):
     # 64 examples divide by the global batch: no partial batch here, but nothing prevents one.
     lucky = mk.check_input_pipeline(ids(64, 8 * REPLICAS), strategy)
     assert not lucky and "drop_remainder=True" in lucky.message
+    # A filter that keeps only full batches does what drop_remainder does; one that keeps
+    # any non-empty batch does not.
+    size = 8 * REPLICAS
+    full_only = ids(50, size).filter(lambda batch: tf.shape(batch)[0] == size)
+    assert mk.check_input_pipeline(full_only, strategy, per_replica_batch=8)
+    empty = mk.check_input_pipeline(ids(8, size, drop_remainder=True), strategy)
+    assert not empty and "brings no step at all" in empty.message
+    any_size = ids(64, size).filter(lambda batch: tf.shape(batch)[0] > 0)
+    assert (
+        "nothing keeps the last batch full" in mk.check_input_pipeline(any_size, strategy).message
+    )
     # Repeated before batching, every batch is full without drop_remainder.
     assert mk.check_input_pipeline(tf.data.Dataset.range(10).repeat().batch(8), strategy)
     ends = mk.check_input_pipeline(ids(64, 8, **{"drop_remainder": True}), strategy, repeats=True)
@@ -382,6 +393,21 @@ def test_check_input_pipeline_calls_a_dataset_function_as_other_machines_would(s
     def partial(context):
         mine = examples.shard(context.num_input_pipelines, context.input_pipeline_id)
         return mine.batch(context.get_per_replica_batch_size(16))
+
+    def by_replicas(context):  # one worker reads 1 / REPLICAS of the data
+        mine = examples.shard(context.num_replicas_in_sync, context.input_pipeline_id)
+        return mine.batch(context.get_per_replica_batch_size(16), drop_remainder=True)
+
+    def filtered(context):
+        size = context.get_per_replica_batch_size(16)
+        mine = examples.shard(context.num_input_pipelines, context.input_pipeline_id)
+        return mine.batch(size).filter(lambda batch: tf.shape(batch)[0] == size)
+
+    # Full batches, but of no fixed size: the distributed dataset cannot drop a short last step.
+    unfixed = mk.check_input_pipeline(filtered, strategy, global_batch=16)
+    assert not unfixed and "cannot drop a short last step" in unfixed.message
+    missing = mk.check_input_pipeline(by_replicas, strategy, global_batch=16)
+    assert not missing and "examples missing across input pipelines" in missing.message
 
     def breaks(context):
         if context.num_replicas_in_sync != REPLICAS:

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 import mirrorkit as mk
+from mirrorkit.checks._benchmark_records import this_machine
 from mirrorkit.measure.benchmark import record_from_times
 
 ALGORITHMS = ("collective", "hierarchical_copy", "one_device")
@@ -29,7 +30,8 @@ def record(algorithm, replicas, nbytes, median=None):
 
 def make_benchmark(algorithms=ALGORITHMS, counts=(2, 4), sizes=SIZES, skipped=None):
     records = tuple(record(a, n, s) for a in algorithms for n in counts for s in sizes)
-    return mk.AllReduceBenchmark(records, skipped or {"nccl": "NCCL all-reduce cannot run here"})
+    skipped = skipped or {"nccl": "NCCL all-reduce cannot run here"}
+    return mk.AllReduceBenchmark(records, skipped, machine=this_machine())  # as if measured here
 
 
 BENCHMARK = make_benchmark()
@@ -187,7 +189,9 @@ WRONG_RANKINGS = [
     pytest.param(
         [("one_device", 0.0031), ("hierarchical_copy", 0.0054), ("collective", 0.014)],
         "ranking pairs 'one_device' with 0.0031, which is none of the times benchmark "
-        "recorded for it: give record.median_s of the record with algorithm == 'one_device', "
+        "recorded for it: a time typed in or copied from an earlier output is not from these "
+        "records (every run measures again, and so does grading). Compute each pair from "
+        "benchmark.records: record.median_s of the record with algorithm == 'one_device', "
         "bytes == 8388608 and replicas == 4.",
         id="typed-in-guesses",
     ),
@@ -354,7 +358,8 @@ def test_a_disturbed_measurement_is_said_to_be_one_but_its_arithmetic_still_pass
         (
             record("collective", 4, SMALL, median=0.004),
             record("collective", 4, LARGE, median=0.003),
-        )
+        ),
+        machine=this_machine(),
     )
     result = grow(4.0, 0.75, upset)
     assert result
@@ -410,7 +415,9 @@ WRONG_GROWTHS = [
             growth_of(BENCHMARK, (1 << 20, 8 << 20))[1].median_s
             / growth_of(BENCHMARK, (1 << 20, 8 << 20))[0].median_s
         ),
-        "which is not the ratio of measurement's median times: divide the median time at "
+        "which is not the ratio of measurement's median times: a number typed in or copied "
+        "from an earlier output is not from these records (every run measures again, and so "
+        "does grading). Compute it from measurement.records: divide the median time at "
         "4 MiB by the one at 256 KiB (record.median_s), both for collective on 4 replicas.",
         id="other-sizes",
     ),
@@ -508,6 +515,43 @@ def test_a_saved_and_reloaded_benchmark_is_checked_like_the_original():
     small, large = growth_of(reloaded)
     assert grow(4.0, large.median_s / small.median_s, reloaded)
     assert rank(FASTEST_FIRST, by_time(pairs(at(reloaded))), reloaded)
+
+
+def test_a_measurement_not_made_here_is_rejected_however_right_its_arithmetic():
+    typed = mk.AllReduceBenchmark(BENCHMARK.records)  # built from numbers, no machine
+    small, large = growth_of(typed)
+    result = grow(4.0, large.median_s / small.median_s, typed)
+    assert not result
+    assert "was not measured here by mk.benchmark_all_reduce: it records no machine" in (
+        result.message
+    )
+    assert "copied from an earlier output" in result.message
+    elsewhere = mk.AllReduceBenchmark(
+        BENCHMARK.records, machine=this_machine() | {"cpu_count": 999}
+    )
+    result = grow(4.0, large.median_s / small.median_s, elsewhere)
+    assert not result and "its machine is not this one (cpu_count 999" in result.message
+
+
+def test_numbers_copied_from_another_run_are_said_to_be_not_from_these_records():
+    copied = [(name, round(seconds, 4)) for name, seconds in by_time(pairs(at()))]
+    result = rank(FASTEST_FIRST, copied)
+    assert not result and "copied from an earlier output is not from these records" in (
+        result.message
+    )
+    small, large = growth_of(BENCHMARK)
+    result = grow(4.0, round(large.median_s / small.median_s, 2))
+    assert not result and "copied from an earlier output is not from these records" in (
+        result.message
+    )
+
+
+def test_an_order_written_by_hand_is_told_to_be_sorted():
+    times = {r.algorithm: r.median_s for r in at()}
+    by_hand = [(name, times[name]) for name in ("hierarchical_copy", "one_device", "collective")]
+    result = rank(FASTEST_FIRST, by_hand)
+    assert not result and "not in order of time" in result.message
+    assert "written by hand or copied from an earlier output" in result.message
 
 
 # -- a real benchmark -----------------------------------------------------------------------

@@ -177,3 +177,34 @@ WRONG_RESTORES = [
 def test_check_restore_wrong_inputs(judged, saved, call, error, argument, match):
     model, path = saved
     judged(lambda: call(model, path), error, argument, match)
+
+
+def test_a_restore_that_ignores_its_path_is_named(saved):
+    model, path = saved
+    before = restore_plainly(path)  # right values, restored before the check calls restore
+    result = mk.check_restore(lambda path: before, path, model)
+    assert not result.passed
+    assert "does not read the checkpoint at its path" in result.message, result.message
+
+
+def test_returning_the_saved_model_itself_is_named(saved):
+    model, path = saved
+    result = mk.check_restore(lambda path: model, path, model)
+    assert not result.passed
+    assert "returned the model that was saved" in result.message, result.message
+
+
+def test_an_error_in_restore_names_the_real_error(saved):
+    model, path = saved
+
+    def restore(path):
+        @tf.function
+        def broken():
+            return tf.reshape(tf.ones([4]), [7, 3])
+
+        return broken()
+
+    result = mk.check_restore(restore, path, model)
+    assert not result.passed
+    assert "restore raised ValueError: Cannot reshape a tensor" in result.message, result.message
+    assert "in user code" not in result.message

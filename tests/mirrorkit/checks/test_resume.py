@@ -97,3 +97,54 @@ WRONG_OPTIONS = [
 @pytest.mark.parametrize(("kwargs", "error", "argument", "match"), WRONG_OPTIONS)
 def test_wrong_options_get_a_clear_message(refuses, kwargs, error, argument, match):
     refuses(lambda: mk.check_resume(..., **kwargs), error, argument, match)
+
+
+# -- what the seed picks, and verdicts on the runs' results (no cluster) ----------------------
+
+
+def test_the_seed_picks_where_the_worker_dies_and_the_books_seed_keeps_the_chapters_plan():
+    from mirrorkit.checks._resume_verdict import PLANS, STEPS, plan
+
+    assert plan(42) == plan(0) == (4, 6, 4)  # the chapter's lab: saves every 4, killed after 6
+    plans = [plan(seed) for seed in range(len(PLANS))]
+    assert len({first for _, _, first in plans}) == len(PLANS)  # no step fits every seed
+    for save_every, kill_after, first in plans:
+        assert 0 < first < kill_after < min(first + save_every, STEPS)
+
+
+def _state(step, weights=0.0, seen=0):
+    return {"step": step, "seen": seen, "weights": [weights], "optimizer": [weights]}
+
+
+def _relaunch(start, workers, found="ckpt"):
+    restored = _state(start, float(start), 32 * start)
+    return {
+        "found": found,
+        "problem": "",
+        "start": start,
+        "workers": workers,
+        "fresh": _state(0),
+        "restored": restored,
+    }
+
+
+def test_a_run_resumed_after_a_step_written_into_the_answer_is_called_hard_coded():
+    from mirrorkit.checks._resume_verdict import verdict
+
+    reference = {"saved": {8: _state(8, 8.0, 256)}}
+    result = verdict(reference, [_relaunch(4, [4, 4])], last=1, seed=7)  # seed 7: step 8 remains
+    assert not result.passed
+    assert "started after step 4, but the latest checkpoint in checkpoint_dir was of step 8" in (
+        result.message
+    )
+    assert "hard-coded" in result.message
+
+
+def test_a_relaunch_in_which_only_the_chief_restored_is_named():
+    from mirrorkit.checks._resume_verdict import verdict
+
+    reference = {"saved": {4: _state(4, 4.0, 128)}}
+    result = verdict(reference, [_relaunch(4, [4, 0])], last=1, seed=42)
+    assert not result.passed
+    assert "did not restore the same checkpoint" in result.message
+    assert "not only on the chief" in result.message

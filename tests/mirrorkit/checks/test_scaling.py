@@ -120,6 +120,68 @@ def test_check_clipping_names_the_mistake(strategy, clip, word):
         assert not result.passed and word in result.message, result
 
 
+def _divided_by_four(gradients, clip_norm):
+    context = tf.distribute.get_replica_context()
+    clipped = tf.clip_by_global_norm(context.all_reduce("SUM", gradients), clip_norm)[0]
+    return [g / 4 for g in clipped]  # the book's replica count, hard-coded
+
+
+def _local_norm_times_n(gradients, clip_norm):
+    context = tf.distribute.get_replica_context()
+    norm = tf.linalg.global_norm(gradients) * context.num_replicas_in_sync
+    return [g * tf.minimum(1.0, clip_norm / norm) for g in gradients]
+
+
+def _summed_norms(gradients, clip_norm):
+    context = tf.distribute.get_replica_context()
+    norm = context.all_reduce("SUM", tf.linalg.global_norm(gradients))
+    return [g * tf.minimum(1.0, clip_norm / norm) for g in gradients]
+
+
+def _own_factor(gradients, clip_norm):
+    context = tf.distribute.get_replica_context()
+    mine = tf.cast(context.replica_id_in_sync_group + 1, tf.float32)
+    return [g * 0.1 * mine for g in gradients]
+
+
+@pytest.fixture(scope="module")
+def three(devices):
+    import mirrorkit as mk
+
+    return mk.make_strategy(devices=devices[:3])
+
+
+@pytest.mark.parametrize(
+    ("k", "make", "word"),
+    [
+        (K, lambda: (_accumulate(lambda x: float(K * 2 * 4)), _apply()), "hard-coded 4 for the"),
+        (2, lambda: (_accumulate(lambda x: float(3 * 2 * 3)), _apply()), "hard-coded 3 for k"),
+    ],
+    ids=["four-replicas", "k-three"],
+)
+def test_check_accumulation_names_a_number_hard_coded_for_another_run(three, k, make, word):
+    accumulate, apply = make()
+    data = _data(three, steps=2 * k)
+    result = check_accumulation(accumulate, apply, three, _model_fn, data, micro_steps=k)
+    assert not result.passed and word in result.message.lower(), result
+
+
+@pytest.mark.parametrize(
+    ("clip", "word"),
+    [
+        (_divided_by_four, "hard-coded 4"),
+        (_local_norm_times_n, "local norm"),
+        (_summed_norms, "sum of the replicas' local norms"),
+        (_own_factor, "a factor of its own"),
+    ],
+    ids=["four-replicas", "local-norm", "summed-norms", "own-factor"],
+)
+def test_check_clipping_names_local_norms_and_hard_coded_counts(three, clip, word):
+    x, y = _data(three)
+    result = check_clipping(clip, three, _model_fn, (x[:12], y[:12]), clip_norm=0.5)
+    assert not result.passed and word in result.message, result
+
+
 def test_unattempted_and_one_replica(devices):
     import mirrorkit as mk
 

@@ -40,6 +40,10 @@ def test_check_mirrored(strategy):
     two = mk.make_strategy(devices=mk.replica_devices(strategy)[:2])
     wrong_strategy = mk.check_mirrored(good, two)
     assert f"it has {REPLICAS} copies but the strategy has 2 replicas" in wrong_strategy.message
+    with tf.distribute.MirroredStrategy(mk.replica_devices(strategy)).scope():
+        same_devices = tf.Variable(0.0)  # as many copies, but another strategy's
+    elsewhere = mk.check_mirrored(same_devices, strategy)
+    assert not elsewhere and "another strategy's scope" in elsewhere.message
 
 
 def test_check_mirrored_diverged(strategy):
@@ -55,7 +59,10 @@ def test_check_per_replica(strategy):
     expected = [i * i for i in range(REPLICAS)]
     assert mk.check_per_replica(squares, strategy, expected=expected)
     wrong = mk.check_per_replica(squares, strategy, expected=[i for i in range(REPLICAS)])
-    assert not wrong and wrong.message == "replica 2 holds 4, expected 2."
+    assert not wrong and wrong.message == (
+        f"the values do not follow the replica number at {REPLICAS} replicas: "
+        "replica 2 holds 4, expected 2."
+    )
     not_distributed = mk.check_per_replica(tf.constant(1.0), strategy, expected=expected)
     assert "compute it with strategy.run" in not_distributed.message
     assert "has type str" in mk.check_per_replica("x", strategy, expected=expected).message
@@ -107,11 +114,34 @@ def test_check_all_reduced_refuses_what_it_cannot_see(strategy):
     one = mk.make_strategy(devices=devices[:1])
     alone = mk.check_all_reduced(total_of_ids_plus_one, one, 1.0)
     assert not alone and alone.message.startswith("cannot check an all-reduce with one replica")
+
+
+def ones_then_arithmetic():
+    context = tf.distribute.get_replica_context()
+    count = context.all_reduce("sum", tf.constant(1.0))
+    return count * (count + 1) / 2
+
+
+def test_check_all_reduced_sees_an_all_reduce_made_of_addn(strategy):
+    n = REPLICAS
+
+    def in_int32():
+        context = tf.distribute.get_replica_context()
+        return context.all_reduce("sum", context.replica_id_in_sync_group + 1)
+
+    assert mk.check_all_reduced(in_int32, strategy, n * (n + 1) / 2)  # AddN, not a collective
     to_one = tf.distribute.MirroredStrategy(
-        devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
+        mk.replica_devices(strategy), cross_device_ops=tf.distribute.ReductionToOneDevice()
     )
-    hidden = mk.check_all_reduced(total_of_ids_plus_one, to_one, 10.0)
-    assert not hidden and "ReductionToOneDevice" in hidden.message
+    assert mk.check_all_reduced(total_of_ids_plus_one, to_one, n * (n + 1) / 2)
+    counted = mk.check_all_reduced(ones_then_arithmetic, to_one, n * (n + 1) / 2)
+    assert not counted and "all-reduce of a constant" in counted.message
+
+
+def test_check_all_reduced_refuses_an_all_reduce_of_a_constant(strategy):
+    n = REPLICAS
+    counted = mk.check_all_reduced(ones_then_arithmetic, strategy, n * (n + 1) / 2)
+    assert not counted and "computed from an all-reduce of a constant" in counted.message
 
 
 def test_checks_refuse_one_replica(strategy):

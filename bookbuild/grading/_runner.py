@@ -1,0 +1,307 @@
+"""The grading runner: the child process that runs a chapter and checks the answers.
+
+Started by :mod:`bookbuild.grading.sandbox` as ``python -I <this file>`` with its job as
+JSON on stdin. It imports mirrorkit, TensorFlow and Keras, records them
+(:mod:`~bookbuild.grading._integrity`), arms the audit hook, then runs the chapter's
+program (:mod:`~bookbuild.grading.program`) with the key's solutions. At each answer step
+every case (the learner's answer, or the test's variants) runs as source in a shallow copy of
+the chapter's namespace, in a fresh thread; its check runs with the names the blank asks for
+taken from that copy and everything else, ``mk``, ``tf``, ``keras`` and ``np`` included, from
+the runner. Verdicts go out on the results channel (:mod:`~bookbuild.grading._verdicts`).
+Student code shares this process: see docs/design/grading.md for what that leaves open.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import gc
+import json
+import linecache
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+if __name__ == "__main__":  # run by path with -I: the repository is not on sys.path yet
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+MISSING = "no answer cell found: keep exactly one answer cell before the exercise's check"
+NOT_DEFINED = "your answer does not define {names}: the exercise asks for {asks}"
+
+
+class Tampered(Exception):
+    """The submission changed the grader's code: the whole submission scores 0."""
+
+
+class CannotGrade(Exception):
+    """A chapter cell raised, or the answer ended the program: an ERROR row."""
+
+
+def _import_trusted() -> dict:
+    """Import mirrorkit (every submodule), TensorFlow, Keras, NumPy and IPython's helpers."""
+    import importlib
+    import pkgutil
+
+    import mirrorkit
+
+    for info in pkgutil.walk_packages(mirrorkit.__path__, "mirrorkit."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+    import keras
+    import numpy as np
+    import tensorflow as tf
+    from IPython.core.inputtransformer2 import TransformerManager
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    from mirrorkit.checks.result import CheckResult, raised
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell.instance(config=config)
+    return {
+        "mk": mirrorkit,
+        "tf": tf,
+        "keras": keras,
+        "np": np,
+        "shell": shell,
+        "transform": TransformerManager().transform_cell,
+        "CheckResult": CheckResult,
+        "raised": raised,
+    }
+
+
+def _in_thread(function, *args):
+    """Run ``function(*args)`` in a fresh thread: (value, error)."""
+    box: list = []
+
+    def target() -> None:
+        try:
+            box.append((function(*args), None))
+        except BaseException as error:  # the learner's error, reported as feedback
+            box.append((None, error))
+
+    thread = threading.Thread(target=target, name="student", daemon=True)
+    thread.start()
+    thread.join()
+    if len(box) != 1:
+        raise Tampered("the student thread's result was tampered with")
+    return box[0]
+
+
+class Runner:
+    """One run of a chapter's program at one replica count."""
+
+    def __init__(self, job: dict, trusted: dict, record: dict, refused: list, out) -> None:
+        self.job, self.trusted, self.record, self.refused, self.out = (
+            job,
+            trusted,
+            record,
+            refused,
+            out,
+        )
+        self.ns: dict = {"__name__": "__main__", "__builtins__": __builtins__}
+        self.ns["get_ipython"] = lambda: trusted["shell"]
+        trusted["shell"].user_ns = self.ns  # magics expand {names} from the chapter
+        self.ns["display"] = _discard
+        self.pending: dict[int, list] = {}
+        self.answers = 0
+
+    def code(self, source: str, name: str):
+        return _compiled(self.trusted["transform"](source), name)
+
+    def verify(self, what: str) -> None:
+        """Raise Tampered if the trusted code changed or a refused call was tried."""
+        if self.refused:
+            raise Tampered(f"{what} tried a call the grader refuses: {self.refused[0]}")
+        found = _integrity.changes(self.record)
+        if found:
+            raise Tampered(f"{what} changed the grader's code: {'; '.join(found)}")
+
+    def run(self) -> None:
+        for step in self.job["program"]["steps"]:
+            getattr(self, f"step_{step['kind']}")(step)
+
+    def step_parameters(self, step: dict) -> None:
+        self.ns.update(REPLICAS=self.job["replicas"], SEED=self.job["seed"])
+
+    def step_cell(self, step: dict) -> None:
+        try:
+            exec(self.code(step["source"], f"<chapter cell {step['cell']}>"), self.ns)
+        except BaseException as error:
+            raise CannotGrade(
+                f"chapter cell {step['cell']} raised {type(error).__name__}: {error}"[:400]
+            ) from None
+        self.verify(f"chapter cell {step['cell']}")
+
+    def step_answer(self, step: dict) -> None:
+        before = dict(self.ns)
+        self.step_cell({"source": step["solution"], "cell": step["cell"]})
+        results = []
+        for case, source in self.job["cases"].get(str(step["exercise"]), []):
+            results.append((case, self.answer(step, before, source)))
+        self.pending[step["exercise"]] = results
+
+    def answer(self, step: dict, before: dict, source):
+        """Run one case's answer: its namespace, or the feedback that fails it."""
+        if source is None:
+            return MISSING
+        try:
+            self.answers += 1
+            name = f"<your answer to exercise {step['exercise']} ({self.answers})>"
+            code = _compiled(self.trusted["transform"](source), name)
+        except SyntaxError as error:
+            return f"line {error.lineno}: {type(error).__name__}: {error.msg}"
+        ns = dict(before)
+        _, error = _in_thread(exec, code, ns)
+        self.verify(f"the answer to exercise {step['exercise']}")
+        _ended(error, f"the answer to exercise {step['exercise']}")
+        if error is not None:
+            return f"your answer raised {self.trusted['raised'](error)}"
+        missing = [n for n in step["asks"] if n not in ns]
+        if missing:
+            return NOT_DEFINED.format(names=", ".join(missing), asks=", ".join(step["asks"]))
+        return {n: ns[n] for n in step["asks"]}
+
+    def step_check(self, step: dict) -> None:
+        tree = ast.parse(step["source"])
+        setup = ast.Module(body=tree.body[:-1], type_ignores=[])
+        exec(compile(setup, f"<check cell {step['cell']}>", "exec"), self.ns)
+        final = compile(ast.Expression(tree.body[-1].value), "<check>", "eval")
+        every = compile(setup, "<check>", "exec")
+        for case, answer in self.pending.pop(step["exercise"], []):
+            started = time.monotonic()
+            if isinstance(answer, str):
+                passed, feedback = False, answer
+            else:
+                passed, feedback = self.check(step, answer, every, final)
+            self.out.write(
+                kind="verdict",
+                run=self.job["run"],
+                exercise=step["exercise"],
+                case=case,
+                passed=passed,
+                feedback=feedback,
+                seconds=round(time.monotonic() - started, 2),
+            )
+
+    def check(self, step: dict, answer: dict, setup, final) -> tuple[bool, str]:
+        bindings = dict(self.ns)
+        bindings.update(answer)
+        for name in ("mk", "tf", "keras", "np"):
+            bindings[name] = self.trusted[name]
+
+        def run_check():
+            exec(setup, bindings)
+            return eval(final, bindings)
+
+        result, error = _in_thread(run_check)
+        bindings.clear()  # the learner's objects go with the check
+        self.verify(f"the check of exercise {step['exercise']}")
+        _ended(error, f"the check of exercise {step['exercise']}")
+        if error is not None:
+            return False, f"the check stopped: {self.trusted['raised'](error)}"
+        if type(result) is not self.trusted["CheckResult"] or type(result.passed) is not bool:
+            raise Tampered("the check returned something that is not a CheckResult")
+        return result.passed, "" if result.passed else str(result.message)
+
+
+def _compiled(source: str, name: str):
+    """Compile a cell, keeping its source where ``inspect`` finds it (AutoGraph needs it)."""
+    code = compile(source, name, "exec")
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    return code
+
+
+def _ended(error: BaseException | None, what: str) -> None:
+    """Raise CannotGrade if student code tried to end the program (sys.exit and the like)."""
+    if isinstance(error, SystemExit | KeyboardInterrupt | GeneratorExit):
+        raise CannotGrade(f"{what} ended the program ({type(error).__name__}): not graded")
+
+
+def _failure(error: BaseException, found: list[str]) -> dict:
+    """The record of a run that stopped: tampered, or an error nobody is to blame for."""
+    if isinstance(error, Tampered):
+        return {"kind": "tampered", "detail": str(error)}
+    if isinstance(error, CannotGrade):
+        return {"kind": "error", "detail": str(error)}
+    detail = f"the grader stopped: {type(error).__name__}: {error}"[:300]
+    if found:  # the runner itself broke after the trusted code was changed
+        return {"kind": "tampered", "detail": f"{'; '.join(found)} ({detail})"}
+    return {"kind": "error", "detail": detail}
+
+
+def _discard(*args, **kwargs) -> None:
+    """``display`` in the runner: nothing is shown."""
+
+
+def _quiet_end(runner: Runner | None) -> str:
+    """Drop student objects and make sure nothing of the submission still runs: '' if so."""
+    if runner is not None:
+        runner.pending.clear()
+        runner.ns.clear()
+    gc.collect()
+    if os.getpid() == 1:  # the sandbox's PID namespace: end every other process in it
+        with contextlib.suppress(OSError):
+            os.kill(-1, signal.SIGKILL)
+        while True:
+            try:
+                if os.waitpid(-1, 0)[0] <= 0:
+                    break
+            except ChildProcessError:
+                break
+    # mirrorkit's own threads (a LocalCluster's warm-process listener) end once the processes
+    # killed above have closed their sockets: give every thread a few seconds in all.
+    deadline = time.monotonic() + 5.0
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if others:
+        return f"threads still running at the end: {', '.join(others[:3])}"
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        return "a trace or profile function is set"
+    return ""
+
+
+def main() -> None:
+    job = json.loads(sys.stdin.buffer.read())
+    sys.stdin.close()
+    for name in ("result_fd", "token_fd"):  # to the lowest numbers; never inherited
+        old = job[name]
+        job[name] = os.dup(old)  # os.dup's copy is not inheritable
+        os.close(old)
+    out = _verdicts.Writer(job["result_fd"], job["token_fd"])
+    work = tempfile.mkdtemp(prefix="grading-")
+    os.chdir(work)
+    os.environ["HOME"] = work
+    runner, record = None, None
+    started = time.monotonic()
+    try:
+        trusted = _import_trusted()
+        record = _integrity.snapshot()
+        refused = _integrity.install_guard()
+        runner = Runner(job, trusted, record, refused, out)
+        runner.run()
+    except BaseException as error:  # reported below, once the trusted code is back
+        found = _integrity.changes(record) if record else []
+        if record:
+            _integrity.restore(record)  # so that the report itself is written by our code
+        out.write(run=job["run"], **_failure(error, found))
+    problem = _quiet_end(runner)
+    if problem:
+        out.write(kind="tampered", run=job["run"], detail=problem)
+    out.write(kind="run", run=job["run"], seconds=round(time.monotonic() - started, 1))
+    out.seal()
+    sys.stdout.flush()
+    os._exit(0)
+
+
+from bookbuild.grading import _integrity, _verdicts  # noqa: E402
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+"""The grader's side of a run: the sandboxed command, its pipes, its timeout, its end.
+
+As root a run is ``unshare --net --mount --pid --fork --kill-child --mount-proc``: loopback
+comes up (TensorFlow's local clusters need it), tmpfs covers /tmp, /var/tmp, /dev/shm and
+/run/lock (the only world-writable folders), the home folder of the interpreter's owner is
+hidden but for the interpreter, then ``setpriv`` drops to user nobody with no new privileges
+and runs ``python -I`` on :mod:`bookbuild.grading._runner`. Not root, it asks for a user
+namespace instead and says what it could not isolate. The job goes in on stdin; verdicts
+come back on a pipe (:mod:`bookbuild.grading._verdicts`).
+
+Example:
+    >>> isolation_note(True).startswith("user nobody")
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bookbuild.grading import _verdicts
+
+RUNNER = Path(__file__).with_name("_runner.py")
+NOBODY = 65534
+PRIVATE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # world-writable: tmpfs in the sandbox
+
+
+@dataclass
+class Outcome:
+    """What one run gave: its records (if sealed), or why not."""
+
+    records: list[dict]
+    problem: str  # "" when the channel was sealed
+    timed_out: bool
+    seconds: float
+    log: str  # the end of the runner's stdout and stderr
+
+
+def isolation_note(root: bool, user_ns: bool = True) -> str:
+    """What a run isolates, in one sentence for the Grade.
+
+    Example:
+        >>> isolation_note(False, user_ns=False)[:22]
+        'no sandbox: not root, '
+    """
+    if root:
+        return (
+            "user nobody, no network, private /tmp (a throw-away working folder), own PID namespace"
+        )
+    if user_ns:
+        return (
+            "no network, private /tmp, own PID namespace; runs as the grader's own user "
+            "(not root: cannot switch users, so files the grader's user can write are writable)"
+        )
+    return (
+        "no sandbox: not root, and user namespaces are not allowed here: the answer runs "
+        "as the grader's user, with network, in a temporary folder"
+    )
+
+
+def _hide_home() -> list[str]:
+    """Shell lines that hide a private home folder holding the interpreter, but for it."""
+    prefix = Path(sys.base_prefix).resolve()
+    top = Path("/", *prefix.parts[1:2])
+    if len(prefix.parts) < 3 or os.stat(top).st_mode & 0o001:
+        return []
+    q = shlex.quote
+    return [
+        "mkdir -p /run/lock/.keep",
+        f"mount --bind {q(str(prefix))} /run/lock/.keep",
+        f"mount -t tmpfs -o mode=755 tmpfs {q(str(top))}",
+        f"mkdir -p {q(str(prefix))}",
+        f"mount --move /run/lock/.keep {q(str(prefix))}",
+    ]
+
+
+def command(root: bool, user_ns: bool = True) -> list[str]:
+    """The command that starts the runner in the sandbox.
+
+    Example:
+        >>> command(True)[:3]
+        ['unshare', '--net', '--mount']
+    """
+    python = [sys.executable, "-I", str(RUNNER)]
+    if not root and not user_ns:
+        return python
+    mounts = [f"mount -t tmpfs -o mode=1777 tmpfs {d}" for d in PRIVATE if Path(d).is_dir()]
+    mounts = [mounts[-1], *_hide_home(), *mounts[:-1]] if root else mounts
+    drop = (
+        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs"]
+        if root
+        else []
+    )
+    script = " && ".join(["ip link set lo up", *mounts, "exec " + shlex.join([*drop, *python])])
+    space = [] if root else ["--user", "--map-root-user"]
+    return [
+        "unshare",
+        *space,
+        "--net",
+        "--mount",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount-proc",
+        "sh",
+        "-c",
+        script,
+    ]
+
+
+def user_namespaces() -> bool:
+    """Whether this user may make a user namespace (for the sandbox when not root)."""
+    if not shutil.which("unshare"):
+        return False
+    done = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--net", "true"], capture_output=True
+    )
+    return done.returncode == 0
+
+
+def _environment() -> dict:
+    return {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "MPLBACKEND": "Agg",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "PYTHONHASHSEED": "0",
+        "LANG": "C.UTF-8",
+    }
+
+
+def run_sandboxed(job: dict, timeout: float) -> Outcome:
+    """Run the runner on one job in the sandbox and read its sealed records.
+
+    Args:
+        job: The runner's job (program, replicas, seed, run, cases); the pipes are added.
+        timeout: Seconds before the whole sandbox is killed.
+
+    Returns:
+        The :class:`Outcome`.
+    """
+    root = os.geteuid() == 0
+    result_read, result_write = os.pipe()
+    token_read, token_write = os.pipe()
+    job = dict(job, result_fd=result_write, token_fd=token_read)
+    started = time.monotonic()
+    process = subprocess.Popen(
+        command(root, root or user_namespaces()),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        pass_fds=(result_write, token_read),
+        env=_environment(),
+        cwd="/",
+        start_new_session=True,
+    )
+    os.close(result_write)
+    os.close(token_read)
+    token = secrets.token_bytes(32)
+    lines: list[bytes] = []
+    log = bytearray()
+    readers = [
+        threading.Thread(target=_read_lines, args=(result_read, lines, token_write, token)),
+        threading.Thread(target=_tail, args=(process.stdout, log)),
+    ]
+    for reader in readers:
+        reader.daemon = True
+        reader.start()
+    try:
+        process.stdin.write(json.dumps(job).encode())
+        process.stdin.close()
+    except BrokenPipeError:
+        pass
+    timed_out = False
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    _kill(process)
+    for reader in readers:
+        reader.join(timeout=10)
+    records, problem = _verdicts.verify(lines, token)
+    text = bytes(log[-4000:]).decode(errors="replace")
+    return Outcome(records, problem, timed_out, time.monotonic() - started, text)
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """End the sandbox: its session, then the process (its PID namespace dies with it)."""
+    for target in (lambda: os.killpg(process.pid, signal.SIGKILL), process.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            target()
+    process.wait()
+
+
+def _read_lines(fd: int, lines: list, token_fd: int, token: bytes) -> None:
+    """Read the results channel; send the token at the first request, and only once."""
+    buffer, total, sent = b"", 0, False
+    with open(fd, "rb", buffering=0) as pipe:
+        while chunk := pipe.read(65536):
+            total += len(chunk)
+            if total > _verdicts.MAX_BYTES:
+                lines.append(b"{too much}")
+                break
+            buffer += chunk
+            *complete, buffer = buffer.split(b"\n")
+            for line in complete:
+                lines.append(line + b"\n")
+                if not sent and line.strip() == json.dumps(_verdicts.TOKEN_REQUEST).encode():
+                    sent = True
+                    _send(token_fd, token)
+    if buffer:
+        lines.append(buffer)
+    if not sent:
+        os.close(token_fd)
+
+
+def _send(fd: int, token: bytes) -> None:
+    with contextlib.suppress(OSError):
+        os.write(fd, token)
+    os.close(fd)
+
+
+def _tail(stream, log: bytearray) -> None:
+    """Keep the last 64 KiB of the runner's output."""
+    while chunk := stream.read1(65536):
+        log += chunk
+        del log[:-65536]

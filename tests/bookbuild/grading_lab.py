@@ -1,0 +1,80 @@
+"""A tiny chapter with two exercises, made into a lab whose grading is quick (no otter)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from bookbuild.grading import grade
+from bookbuild.grading.program import write_program
+
+KEY = {
+    1: "with strategy.scope():\n    counter = tf.Variable(0.0)",
+    2: "squares = strategy.run(\n    lambda: tf.cast(\n"
+    "        tf.distribute.get_replica_context().replica_id_in_sync_group ** 2, tf.float32\n"
+    "    )\n)",
+}
+BLANK = {1: "counter = ...  # your answer", 2: "squares = ...  # your answer"}
+CHECK = {
+    1: "mk.check_mirrored(counter, strategy, dtype=tf.float32, expected=0.0)",
+    2: "expected_squares = [i * i for i in range(strategy.num_replicas_in_sync)]\n"
+    "mk.check_per_replica(squares, strategy, expected=expected_squares, dtype=tf.float32)",
+}
+SETUP = (
+    "import mirrorkit as mk\n\nmk.make_reproducible(SEED)\n"
+    "devices = mk.simulate_replicas(REPLICAS)\n\nimport tensorflow as tf\n\n"
+    "strategy = mk.make_strategy()"
+)
+
+
+def _cells(answers: dict) -> list:
+    cells = [
+        new_code_cell("REPLICAS = 2\nSEED = 0", metadata={"tags": ["parameters"]}),
+        new_code_cell(SETUP),
+    ]
+    for number in (1, 2):
+        cells += [
+            new_markdown_cell(f"**Exercise {number}.** Do it."),
+            new_code_cell(answers[number], metadata={"tags": ["exercise-answer"]}),
+            new_code_cell(CHECK[number], metadata={"tags": ["exercise-check"]}),
+        ]
+    return cells
+
+
+def make_lab(folder: Path) -> SimpleNamespace:
+    """The lab: its chapter (with the Solutions block) and its program.json."""
+    solutions = "\n\n".join(f"# Exercise {k}\n{code}" for k, code in KEY.items())
+    block = f"<details>\n<summary>Solutions</summary>\n\n```python\n{solutions}\n```\n</details>"
+    chapter_nb = new_notebook(cells=[*_cells(BLANK), new_markdown_cell(block)])
+    path = Path(folder) / "tiny.ipynb"
+    nbformat.write(chapter_nb, path)
+    chapter = {"path": path, "replicas": 2, "seed": 0, "grade_replicas": [], "cell_timeout": 60}
+    return SimpleNamespace(program=write_program(chapter, Path(folder) / "program.json"))
+
+
+def submission(folder: Path, name: str, ex1: str = BLANK[1], ex2: str = BLANK[2]) -> Path:
+    """A student's notebook with these answers."""
+    path = Path(folder) / f"{name}.ipynb"
+    nbformat.write(new_notebook(cells=_cells({1: ex1, 2: ex2})), path)
+    return path
+
+
+def grade_many(lab, paths: dict, timeout: float = 300.0, timeouts=None) -> dict:
+    """Grade the submissions side by side: {name: Grade}."""
+    timeouts = timeouts or {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {
+            name: pool.submit(
+                grade,
+                lab,
+                path,
+                timeout=timeouts.get(name, timeout),
+                choices={"replicas": [2], "seed": 0},
+            )
+            for name, path in paths.items()
+        }
+        return {name: future.result() for name, future in futures.items()}

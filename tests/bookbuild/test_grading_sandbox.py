@@ -1,0 +1,69 @@
+"""The grading sandbox: what an answer sees when it runs (user, network, folders, pipes).
+
+The answer below passes exercise 1 only if every isolation holds, and says which one does
+not otherwise. The `grading` marker keeps these to the reference job.
+"""
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from bookbuild.grading import grade
+
+pytestmark = pytest.mark.grading
+
+_spec = importlib.util.spec_from_file_location(
+    "grading_lab", Path(__file__).with_name("grading_lab.py")
+)
+lab_kit = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lab_kit)
+
+ISOLATED = """
+import os, socket, subprocess, sys
+here = os.getcwd()
+assert here.startswith("/tmp/") and os.environ["HOME"] == here, ("folder", here)
+assert not os.path.exists("/tmp/mirrorbook-grading-host-marker"), "sees the host's /tmp"
+if os.geteuid() != 0 or {root}:
+    assert os.geteuid() == {uid}, ("user", os.geteuid())
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+    raise AssertionError("network reachable")
+except OSError:
+    pass
+child = subprocess.run(["ls", "/proc/self/fd"], capture_output=True, text=True).stdout.split()
+assert sorted(child) == ["0", "1", "2", "3"], ("inherited descriptors", child)
+with strategy.scope():
+    counter = tf.Variable(0.0)
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    return lab_kit.make_lab(tmp_path_factory.mktemp("sandbox"))
+
+
+def test_an_answer_runs_as_nobody_offline_in_a_private_folder(lab, tmp_path):
+    marker = Path("/tmp/mirrorbook-grading-host-marker")
+    marker.write_text("host")
+    try:
+        root = os.geteuid() == 0
+        code = ISOLATED.format(root=root, uid=65534 if root else os.geteuid())
+        path = lab_kit.submission(tmp_path, "isolated", code, lab_kit.KEY[2])
+        result = grade(lab, path, choices={"replicas": [2], "seed": 0}, timeout=300)
+    finally:
+        marker.unlink()
+    assert result.status == "graded", result
+    assert result.scores["ex1"].feedback == "" and result.total == (2.0, 2.0), result
+    assert "no network" in result.isolation and result.seconds > 0
+    assert result.choices == {"replicas": [2], "seed": 0}
+    assert result.student == "isolated"
+
+
+def test_an_unreadable_notebook_is_an_error_row(lab, tmp_path):
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text("{ not a notebook")
+    result = grade(lab, broken, choices={"replicas": [2], "seed": 0})
+    assert result.status == "error" and "cannot be read" in result.detail
+    assert result.total == (0.0, 2.0)
