@@ -69,20 +69,45 @@ def isolation_note(root: bool, user_ns: bool = True) -> str:
     )
 
 
-def _hide_home() -> list[str]:
-    """Shell lines that hide a private home folder holding the interpreter, but for it."""
+def _kept() -> list[Path]:
+    """The folders the runner needs (this repository, the environment, the interpreter)."""
+    needed = {Path(p).resolve() for p in (RUNNER.parents[2], sys.prefix, sys.base_prefix)}
+    kept: list[Path] = []
+    for path in sorted(needed, key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _cover(top: str, mode: str, kept: list[Path], held: list[str]) -> list[str]:
+    """Shell lines that put a tmpfs over ``top``, with the needed folders below it kept.
+
+    Each needed folder is bound aside (under the private /run/lock, covered first), the tmpfs
+    goes on, and the folder is moved back to its place in it.
+    """
+    q = shlex.quote
+    inside = [p for p in kept if p.is_relative_to(top) and str(p) != top]
+    aside = [f"/run/lock/.keep{len(held) + i}" for i in range(len(inside))]
+    held += aside
+    pairs = list(zip(inside, aside, strict=True))
+    lines = [f"mkdir -p {a} && mount --bind {q(str(p))} {a}" for p, a in pairs]
+    lines.append(f"mount -t tmpfs -o mode={mode} tmpfs {q(top)}")
+    lines += [f"mkdir -p {q(str(p))} && mount --move {a} {q(str(p))}" for p, a in pairs]
+    return lines
+
+
+def _mounts() -> list[str]:
+    """The sandbox's mounts (as root): the world-writable folders and a private home hidden."""
+    kept, held = _kept(), []  # held: the places under /run/lock taken so far
+    lines = [f"mount -t tmpfs -o mode=1777 tmpfs {PRIVATE[-1]}"]  # /run/lock: the holding place
     prefix = Path(sys.base_prefix).resolve()
     top = Path("/", *prefix.parts[1:2])
-    if len(prefix.parts) < 3 or os.stat(top).st_mode & 0o001:
-        return []
-    q = shlex.quote
-    return [
-        "mkdir -p /run/lock/.keep",
-        f"mount --bind {q(str(prefix))} /run/lock/.keep",
-        f"mount -t tmpfs -o mode=755 tmpfs {q(str(top))}",
-        f"mkdir -p {q(str(prefix))}",
-        f"mount --move /run/lock/.keep {q(str(prefix))}",
-    ]
+    if len(prefix.parts) >= 3 and not os.stat(top).st_mode & 0o001:  # e.g. pyenv under /root
+        lines += _cover(str(top), "755", kept, held)
+    for folder in PRIVATE[:-1]:
+        if Path(folder).is_dir():
+            lines += _cover(folder, "1777", kept, held)
+    return lines
 
 
 def command(root: bool, user_ns: bool = True) -> list[str]:
@@ -95,8 +120,10 @@ def command(root: bool, user_ns: bool = True) -> list[str]:
     python = [sys.executable, "-I", str(RUNNER)]
     if not root and not user_ns:
         return python
-    mounts = [f"mount -t tmpfs -o mode=1777 tmpfs {d}" for d in PRIVATE if Path(d).is_dir()]
-    mounts = [mounts[-1], *_hide_home(), *mounts[:-1]] if root else mounts
+    if root:
+        mounts = _mounts()
+    else:
+        mounts = [f"mount -t tmpfs -o mode=1777 tmpfs {d}" for d in PRIVATE if Path(d).is_dir()]
     drop = (
         ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs"]
         if root
