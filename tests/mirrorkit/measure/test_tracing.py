@@ -67,9 +67,10 @@ def test_every_step_is_timed_and_phases_sum_to_the_wall_time_measured_outside(st
     assert trace.profiled_steps == (1, 3)
     for i, outside in enumerate(wall):
         if i not in trace.profiled_steps:  # profiled steps also start and stop the profiler
-            assert trace.step_times_s[i] + trace.input_waits_s[i] == pytest.approx(
-                outside, abs=2e-3
-            )
+            # The tracer's clocks run inside the outer one: what they miss is the loop's own
+            # overhead, a few ms at most on a loaded machine; a dropped phase misses 40-60 %.
+            inside = trace.step_times_s[i] + trace.input_waits_s[i]
+            assert 0 <= outside - inside <= max(2e-3, 0.15 * outside), (inside, outside)
         assert trace.input_waits_s[i] >= 0.02 and trace.step_times_s[i] >= 0.03
     for phases in trace.steps:
         parts = phases.input_wait_s + phases.compute_s + phases.all_reduce_s
