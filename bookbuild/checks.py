@@ -165,8 +165,8 @@ def shards(count: int, durations: dict[str, float] | None = None) -> list[list[s
 def nbval_commands(manifest: dict, rounds: int = 1, extra=()) -> list[list[str]]:
     """Every chapter through nbval, ``rounds`` times in a row per mode.
 
-    Once is the default: ``tests/book/test_rerun.py`` already runs every chapter twice in one
-    kernel, in the chapter's own folder, so a second round here would test re-running again.
+    Once is the default: the chapters' copies that ``dev.py _nbval`` passes end with a second
+    Run All and the solutions (:mod:`bookbuild.rerun`), so a second round would repeat that.
 
     Chapters are grouped by their ``nbval`` mode (:data:`~bookbuild.manifest.NBVAL_MODES`);
     a group's cell timeout is the longest of its chapters'. Outputs are compared after

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bookbuild.cells import write_generated_cells
 from bookbuild.manifest import MANIFEST, load_manifest
+from bookbuild.rerun import run_again
 from bookbuild.shell import say
 
 
@@ -61,7 +62,9 @@ def notebook_client(nb, *, timeout: int, cwd: Path, allow_errors: bool = False) 
         )
 
 
-def execute_chapters(*files: str, into: Path | None = None, allow_errors: bool = False) -> list:
+def execute_chapters(
+    *files: str, into: Path | None = None, allow_errors: bool = False, solutions: bool = False
+) -> list:
     """Run chapters top to bottom (all, or those named) and store their outputs.
 
     Each chapter's generated cells are rewritten from the manifest first
@@ -74,13 +77,16 @@ def execute_chapters(*files: str, into: Path | None = None, allow_errors: bool =
             untouched. ``None`` executes the book's notebooks in place.
         allow_errors: Run every cell even after one raised (to see everything that
             changed, as :func:`bookbuild.claims.claim_changes` does).
+        solutions: Then, in the same kernel, run the Solutions block and each exercise's
+            check, which must pass (:func:`bookbuild.rerun.run_again`); the stored chapter
+            does not keep those cells.
 
     Returns:
         ``(chapter, executed notebook)`` pairs, in manifest order.
 
     Raises:
         SystemExit: If a name is not a chapter, or a generated cell is missing.
-        nbclient.exceptions.CellExecutionError: If a cell fails.
+        nbclient.exceptions.CellExecutionError: If a cell fails (with ``solutions``, or a check).
 
     Example:
         >>> execute_chapters("99_not_a_chapter.ipynb")
@@ -104,10 +110,14 @@ def execute_chapters(*files: str, into: Path | None = None, allow_errors: bool =
         target = Path(into) / path.name if into else path
         start, name = time.perf_counter(), path.relative_to(manifest["folder"])
         timeout = chapter["cell_timeout"]
+        chapter_cells = list(nb.cells)
+        if solutions:
+            nb.cells.extend(run_again(nb, times=0))
         with notebook_client(
             nb, timeout=timeout, cwd=target.parent, allow_errors=allow_errors
         ) as client:
             client.execute()
+        nb.cells = chapter_cells
         nbformat.write(nb, target)
         say(f"executed {name} in {time.perf_counter() - start:.1f} s")
         executed.append((chapter, nb))

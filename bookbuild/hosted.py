@@ -30,9 +30,9 @@ from bookbuild.environments import (
     optional_requirements,
 )
 from bookbuild.jobs import (
-    OTHER_JOBS_ENV,
     OTHER_JOBS_PARTS,
     OTHER_JOBS_SKIP,
+    RUN_ALL_ELSEWHERE,
     Job,
     checked_stage,
     suite_stages,
@@ -54,7 +54,7 @@ COLAB_WIDGETS = ("ipywidgets==7.7.1", "widgetsnbextension==3.6.10")
 
 
 def hosted_job() -> Job:
-    """The hosted job: set-up, every chapter alone, then the test tools, doctests and tests.
+    """The hosted job: set-up, each chapter alone and its solutions, test tools, doctests, tests.
 
     Example:
         >>> hosted_job().stages[1].name  # doctest: +SKIP
@@ -91,7 +91,11 @@ def hosted_job() -> Job:
         Stage("hosted", tools, test_tools, after=("hosted execution",), kind="set-up", weight=60),
         checked_stage("hosted", env, "doctests", "_doctests", after=tools),
         *suite_stages(
-            "hosted", env, OTHER_JOBS_PARTS, after=tools, skip=OTHER_JOBS_SKIP, **OTHER_JOBS_ENV
+            "hosted",
+            env,
+            OTHER_JOBS_PARTS,
+            after=tools,
+            skip=f"{OTHER_JOBS_SKIP} or {RUN_ALL_ELSEWHERE}",  # execute_alone ran them
         ),
     ]
     return Job(name="hosted", what=what, stages=stages, env=env)
@@ -99,6 +103,9 @@ def hosted_job() -> Job:
 
 def execute_alone(env: Env) -> None:
     """Execute every chapter in ``env``, its set-up cell installing a clone of this tree.
+
+    After each chapter, its kernel runs the Solutions block and the exercises' checks, which
+    must pass (``_execute --solutions``): the chapter test of the other jobs, done here once.
 
     Args:
         env: The hosted environment.
@@ -117,6 +124,7 @@ def execute_alone(env: Env) -> None:
             "_execute",
             "--into",
             book,
+            "--solutions",
             env={"MIRRORBOOK_SOURCE": source, "PIP_CONSTRAINT": str(HOSTED_LOCK)},
         )
         check_hosted_setup(book)

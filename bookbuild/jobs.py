@@ -30,14 +30,17 @@ from bookbuild.timing import ALLOWANCES
 LOGS = ROOT / "test-artifacts" / "test-logs"
 TMP = Path(tempfile.gettempdir()) / f"mirrorbook-test-{os.getpid()}"  # the stages' tmp_path
 UNIT_SHARDS = 2  # the unit tests are the longest part: two stages, balanced by durations.json
-# The chapters executed at other replica counts, the labs' grading and the browser tests (the
-# same JupyterLab, Chromium and built pages whatever the kernel's Python) need one job, not
-# three.
+# The chapters executed at other replica counts, the labs (built by dev.py in the book's
+# environment, then graded) and the browser tests (the same JupyterLab, Chromium and built
+# pages whatever the kernel's Python) need one job, not three.
 OTHER_JOBS_SKIP = "replica_counts or grading or browser"
 OTHER_JOBS_PARTS = ("unit tests", "chapters")  # the parts of SUITE_PARTS left after the skip
 # Other jobs run each chapter's "Run All" once before its solutions (tests/book/test_rerun.py);
 # running it a second time in the same kernel tests re-running, which the reference job does.
 OTHER_JOBS_ENV = {"MIRRORBOOK_RUN_ALL": "1"}
+# Where a job already runs every chapter and then its solutions in one kernel (the reference
+# job's nbval stage, the hosted job's execution), tests/book/test_rerun.py would run them again.
+RUN_ALL_ELSEWHERE = "run_all"
 
 
 @dataclass
@@ -158,7 +161,7 @@ def reference_job(book: Env, *, quick: bool = False) -> Job:
         ),
         checked_stage("reference", book, "lint", "_lint", after="set-up"),
         checked_stage("reference", book, "doctests", "_doctests", after="set-up"),
-        *suite_stages("reference", book, parts, after="set-up"),
+        *suite_stages("reference", book, parts, after="set-up", skip=RUN_ALL_ELSEWHERE),
     ]
     if not quick:
         stages.append(checked_stage("reference", book, "nbval", "_nbval", after="set-up"))

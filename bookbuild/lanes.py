@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bookbuild.shell import output_to, say
+from bookbuild.shell import cpu_counted, output_to, say
 
 
 @dataclass
@@ -42,6 +42,9 @@ class Stage:
             without its ``n/k`` suffix by default.
         weight: Expected seconds. Among the stages ready at once, the one that heads the
             longest chain of expected seconds starts first.
+        seconds: Its wall seconds, once it ran.
+        cpu: The CPU seconds of the commands it ran (:func:`bookbuild.shell.cpu_counted`),
+            which hardly change with what runs beside it.
     """
 
     job: str
@@ -53,6 +56,7 @@ class Stage:
     result: str = "not run"
     detail: str = ""
     seconds: float = 0.0
+    cpu: float = 0.0
     started: float = 0.0
     log: Path | None = None
 
@@ -84,7 +88,7 @@ def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True
         echo: Print each log when its stage ends.
 
     Returns:
-        ``stages``, each with its result, seconds and log.
+        ``stages``, each with its result, wall and CPU seconds, and log.
 
     Raises:
         ValueError: If ``lanes`` is below 1 or a stage waits for one that does not exist.
@@ -148,20 +152,24 @@ def _path(stage: Stage, stages: list[Stage]) -> float:
 def _run(stage: Stage, logs: Path, done: threading.Condition, running: set, echo: bool) -> None:
     stage.log = logs / f"{stage.stem}.log"
     start = stage.started = time.perf_counter()
-    try:
-        with output_to(stage.log):
-            stage.action()
-        result, detail = "passed", ""
-    except SystemExit as error:
-        result, detail = "FAILED", str(error)
-    except Exception as error:  # a bug in a stage must not stop the other jobs
-        result, detail = "FAILED", f"{type(error).__name__}: {error}"
+    with cpu_counted() as cpu:
+        try:
+            with output_to(stage.log):
+                stage.action()
+            result, detail = "passed", ""
+        except SystemExit as error:
+            result, detail = "FAILED", str(error)
+        except Exception as error:  # a bug in a stage must not stop the other jobs
+            result, detail = "FAILED", f"{type(error).__name__}: {error}"
     seconds = time.perf_counter() - start
     with done:
-        stage.result, stage.detail, stage.seconds = result, detail, seconds
+        stage.result, stage.detail, stage.seconds, stage.cpu = result, detail, seconds, cpu.seconds
         try:
             if echo:
-                say(f"{stage.job}: {stage.name} {result} in {seconds:.0f} s ({stage.log.name})")
+                say(
+                    f"{stage.job}: {stage.name} {result} in {seconds:.0f} s, "
+                    f"{cpu.seconds:.0f} CPU s ({stage.log.name})"
+                )
                 print(stage.log.read_text(errors="replace"), end="", flush=True)
                 if detail:
                     say(f"{stage.job}: {stage.name}: {detail}")

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from bookbuild import ROOT
@@ -21,6 +22,46 @@ from bookbuild import ROOT
 CHILD_ENV = {"JUPYTER_PREFER_ENV_PATH": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 # Where this thread's say() and run() write: a stage's log while it runs (see output_to).
 _OUTPUT = threading.local()
+# The CPU counts open in this thread (see cpu_counted): run() adds its command's to each.
+_CPU = threading.local()
+
+
+@dataclass(eq=False)  # each count is itself: nested ones with equal seconds are not one
+class CpuCount:
+    """CPU seconds (user + system) of the commands :func:`run` ran while it was open.
+
+    Attributes:
+        seconds: The seconds so far.
+    """
+
+    seconds: float = 0.0
+
+
+@contextlib.contextmanager
+def cpu_counted() -> Iterator[CpuCount]:
+    """Count the CPU seconds of the commands that :func:`run` runs in this thread.
+
+    A command's seconds are its own and those of every process below it that it waited for
+    (a pytest run's kernels and cluster workers), so they hardly change with the load on the
+    machine, unlike wall seconds. Counts may be nested: each open one grows.
+
+    Yields:
+        The count, which grows as each command ends.
+
+    Example:
+        >>> import sys
+        >>> with cpu_counted() as cpu:
+        ...     run(sys.executable, "-c", "sum(range(10_000_000))")
+        >>> 0.1 < cpu.seconds < 30
+        True
+    """
+    count = CpuCount()
+    counts = _CPU.counts = getattr(_CPU, "counts", [])
+    counts.append(count)
+    try:
+        yield count
+    finally:
+        counts.remove(count)
 
 
 @contextlib.contextmanager
@@ -66,15 +107,16 @@ def run(*cmd, **kwargs) -> None:
     """Run a command in the top folder with :data:`CHILD_ENV` added; stop if it fails.
 
     Its output goes straight to this process's terminal, or to the log of the stage that
-    runs it (:func:`output_to`).
+    runs it (:func:`output_to`); its CPU seconds go to the open :func:`cpu_counted` counts.
 
     Args:
         *cmd: The program and its arguments (paths are turned into text).
         **kwargs: ``env`` adds variables to the environment, ``cwd`` replaces the top
-            folder; the rest go to :func:`subprocess.run`.
+            folder; the rest go to :class:`subprocess.Popen`.
 
     Raises:
         SystemExit: If the command ends with a non-zero status; the message names it.
+        KeyboardInterrupt: On ^C, once the command is killed.
 
     Example:
         >>> import sys
@@ -88,6 +130,29 @@ def run(*cmd, **kwargs) -> None:
     if log := getattr(_OUTPUT, "file", None):
         kwargs.setdefault("stdout", log)
         kwargs.setdefault("stderr", subprocess.STDOUT)
-    result = subprocess.run([str(c) for c in cmd], cwd=kwargs.pop("cwd", ROOT), env=env, **kwargs)
-    if result.returncode:
-        raise SystemExit(f"[dev] failed ({result.returncode}): {' '.join(map(str, cmd))}")
+    process = subprocess.Popen(
+        [str(c) for c in cmd], cwd=kwargs.pop("cwd", ROOT), env=env, **kwargs
+    )
+    try:
+        seconds = _wait(process)
+    except BaseException:  # ^C: as subprocess.run, a moment to end on its own, then kill
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=0.25)
+        process.kill()
+        process.wait()
+        raise
+    for count in getattr(_CPU, "counts", ()):
+        count.seconds += seconds
+    if process.returncode:
+        raise SystemExit(f"[dev] failed ({process.returncode}): {' '.join(map(str, cmd))}")
+
+
+def _wait(process: subprocess.Popen) -> float:
+    """Wait for ``process`` to end; return the CPU seconds of it and what it waited for."""
+    if not hasattr(os, "wait4"):  # Windows: no resource usage of ended processes
+        process.wait()
+        return 0.0
+    # wait4, not wait: its resource usage covers the descendants the command waited for.
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime

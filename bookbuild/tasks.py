@@ -35,15 +35,17 @@ from bookbuild.grading.command import grade_command
 from bookbuild.jupyterbook import build_html
 from bookbuild.labs import chapters_with_exercises
 from bookbuild.manifest import load_manifest
+from bookbuild.rerun import run_again
 from bookbuild.shell import run
 
 
 def run_task(command: str, args: Sequence[str] = ()) -> None:
     """Run one of :data:`TASKS` with its arguments.
 
-    ``_execute [--into FOLDER] [CHAPTER ...]`` runs chapters (all by default; with
-    ``--into``, as copies in FOLDER); ``_claims --into FOLDER [CHAPTER ...]`` runs copies
-    with errors allowed and prints the claims that no longer hold (exit status 1 if any);
+    ``_execute [--into FOLDER] [--solutions] [CHAPTER ...]`` runs chapters (all by default;
+    with ``--into``, as copies in FOLDER; with ``--solutions``, then their solutions and
+    checks); ``_claims --into FOLDER [CHAPTER ...]`` runs copies with errors allowed and
+    prints the claims that no longer hold (exit status 1 if any);
     ``_html`` builds the book; ``_lint`` and ``_doctests`` run those checks; ``_suite
     PART [--skip EXPR] [--shard I/K] [PYTEST-ARGUMENT ...]`` runs one part of the test suite
     (or one of its K shards); ``_nbval [PYTEST-ARGUMENT ...]`` runs nbval on copies of the
@@ -74,8 +76,12 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
 
 
 def _execute(args: list[str]) -> None:
-    into = Path(args[1]) if args[:1] == ["--into"] else None
-    execute_chapters(*args[2 if into else 0 :], into=into)
+    parser = argparse.ArgumentParser(prog="dev.py _execute")
+    parser.add_argument("--into", type=Path, default=None)
+    parser.add_argument("--solutions", action="store_true", help="then the solutions' checks")
+    parser.add_argument("chapters", nargs="*")
+    options = parser.parse_args(args)
+    execute_chapters(*options.chapters, into=options.into, solutions=options.solutions)
 
 
 def _claims(args: list[str]) -> None:
@@ -124,12 +130,22 @@ def _suite(args: list[str]) -> None:
 
 
 def _nbval(args: list[str]) -> None:
-    """Run nbval over copies of the chapters, so what they write stays out of book/."""
+    """Run nbval over copies of the chapters, so what they write stays out of book/.
+
+    Each copy ends with :func:`bookbuild.rerun.run_again`'s cells: after nbval has compared
+    every stored output, the same kernel runs the chapter again, then its solutions and checks.
+    """
+    import nbformat
+
     manifest = load_manifest()
     with tempfile.TemporaryDirectory(prefix="mirrorbook-nbval-") as folder:
         copy = Path(folder) / manifest["source"].name
         shutil.copytree(manifest["source"], copy, ignore=shutil.ignore_patterns("_build"))
         chapters = [dict(c, path=copy / c["path"].name) for c in manifest["chapters"]]
+        for chapter in chapters:
+            nb = nbformat.read(chapter["path"], as_version=4)
+            nb.cells.extend(run_again(nb, times=1))
+            nbformat.write(nb, chapter["path"])
         _run_all(nbval_commands({**manifest, "chapters": chapters}, extra=args))
 
 

@@ -1,17 +1,17 @@
 """Where the test command's time goes: the stage table, the slowest tests, and the budget.
 
-Every ``dev.py test`` run ends with :func:`stage_table` and :func:`slowest_table`, and writes
-the same numbers to ``test-artifacts/test-times.json`` (:func:`write_times`), which
-``bench/ci_budget.py`` compares with :data:`ALLOWANCES`.
+Every ``dev.py test`` run ends with :func:`stage_table` (each stage's wall and CPU seconds)
+and :func:`slowest_table`, and writes the same numbers to ``test-artifacts/test-times.json``
+(:func:`write_times`), which ``bench/ci_budget.py`` compares with :data:`ALLOWANCES`.
 
 Example:
-    >>> rows = [{"job": "reference", "kind": "lint", "seconds": 6.0},
-    ...         {"job": "reference", "kind": "unit tests", "seconds": 294.0}]
+    >>> rows = [{"job": "reference", "kind": "lint", "seconds": 6.0, "cpu": 9.0},
+    ...         {"job": "reference", "kind": "unit tests", "seconds": 294.0, "cpu": 250.0}]
     >>> print(stage_table(rows, wall=300.0))
-    job        stage       seconds  share
-    reference  lint              6     2%
-    reference  unit tests      294    98%
-    (stages side by side: 300 s of stages in 300 s, 5.0 min)
+    job        stage       seconds  cpu s  share
+    reference  lint              6      9     2%
+    reference  unit tests      294    250    98%
+    (stages side by side: 300 s of stages, 259 CPU s, in 300 s, 5.0 min)
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ ALLOWANCES = {
     ("hosted", "unit tests"): 660,
     ("hosted", "chapters"): 380,
 }
+CI_CORES = 2  # CI's machine: the stages' CPU seconds over this bound its wall time below
 WALL_ALLOWANCE = 25 * 60  # seconds; with RESERVED, the README's promise of 35 minutes
 # Minutes of wall time kept free for the issues filed beside the time budget (35 - 25 = 10):
 # a third of each one's expected stage seconds.
@@ -72,11 +73,12 @@ def stage_table(rows: list[dict], *, wall: float) -> str:
     """A table of seconds per job and stage kind, with each one's share of all stage time.
 
     Stages run side by side, so their seconds add up to more than the wall time; the last
-    line says both.
+    line says both. Their wall seconds grow with what runs beside them; their CPU seconds
+    (``cpu s``, shown when the rows have them) hardly do.
 
     Args:
-        rows: One dict per stage with ``job``, ``kind`` and ``seconds`` (parts of one kind
-            are added together).
+        rows: One dict per stage with ``job``, ``kind``, ``seconds`` and, if measured,
+            ``cpu`` (parts of one kind are added together).
         wall: The command's wall time in seconds.
 
     Returns:
@@ -88,26 +90,31 @@ def stage_table(rows: list[dict], *, wall: float) -> str:
         a    nbval       90   100%
         (stages side by side: 90 s of stages in 60 s, 1.0 min)
     """
-    totals = _totals(rows)
+    totals, cpu = _totals(rows), _totals(rows, "cpu")
     everything = sum(totals.values()) or 1.0
     order = {kind: i for i, kind in enumerate(KINDS)}
     jobs = list(dict.fromkeys(job for job, _ in totals))
     keys = sorted(totals, key=lambda k: (jobs.index(k[0]), order.get(k[1], len(KINDS)), k[1]))
-    table = [("job", "stage", "seconds", "share")]
-    table += [(j, k, f"{totals[j, k]:.0f}", f"{totals[j, k] / everything:.0%}") for j, k in keys]
+    table = [("job", "stage", "seconds", *(["cpu s"] if cpu else []), "share")]
+    for key in keys:
+        cells = [f"{totals[key]:.0f}", *([f"{cpu.get(key, 0.0):.0f}"] if cpu else [])]
+        table.append((*key, *cells, f"{totals[key] / everything:.0%}"))
     lines = _columns(table)
+    of_cpu = f", {sum(cpu.values()):.0f} CPU s," if cpu else ""
     lines.append(
-        f"(stages side by side: {everything:.0f} s of stages in {wall:.0f} s, {wall / 60:.1f} min)"
+        f"(stages side by side: {everything:.0f} s of stages{of_cpu} in {wall:.0f} s,"
+        f" {wall / 60:.1f} min)"
     )
     return "\n".join(lines)
 
 
-def _totals(rows: list[dict]) -> dict[tuple[str, str], float]:
-    """Seconds per (job, stage kind): the parts of one kind added together."""
+def _totals(rows: list[dict], field: str = "seconds") -> dict[tuple[str, str], float]:
+    """``field`` per (job, stage kind), the parts of one kind added; rows without it left out."""
     totals: dict[tuple[str, str], float] = {}
     for row in rows:
-        key = (row["job"], row["kind"])
-        totals[key] = totals.get(key, 0.0) + row["seconds"]
+        if field in row:
+            key = (row["job"], row["kind"])
+            totals[key] = totals.get(key, 0.0) + row[field]
     return totals
 
 
@@ -202,7 +209,8 @@ def write_times(path: Path, *, rows: list[dict], wall: float, lanes: int, slowes
 
     Args:
         path: The JSON file (its folder is made if missing).
-        rows: One dict per stage: ``job``, ``name``, ``kind``, ``seconds``, ``result``.
+        rows: One dict per stage: ``job``, ``name``, ``kind``, ``seconds`` (wall), ``cpu``
+            (CPU seconds of its commands), ``result``.
         wall: The command's wall time in seconds.
         lanes: How many stages could run at once.
         slowest: What :func:`slowest_tests` returned.
@@ -237,14 +245,14 @@ def report(stages: list, *, wall: float, lanes: int, path: Path) -> None:
     Example:
         >>> import tempfile
         >>> from bookbuild.lanes import Stage
-        >>> stage = Stage("reference", "lint", print, seconds=3.0, result="passed")
+        >>> stage = Stage("reference", "lint", print, seconds=3.0, cpu=4.2, result="passed")
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     stage.log = Path(folder) / f"{stage.stem}.log"
         ...     report([stage], wall=3.0, lanes=1, path=Path(folder) / "times.json")
-        [dev] where the time went (seconds of each stage; stages run side by side)
-        job        stage  seconds  share
-        reference  lint         3   100%
-        (stages side by side: 3 s of stages in 3 s, 0.1 min)
+        [dev] where the time went (wall and CPU seconds of each stage; they run side by side)
+        job        stage  seconds  cpu s  share
+        reference  lint         3      4   100%
+        (stages side by side: 3 s of stages, 4 CPU s, in 3 s, 0.1 min)
         [dev] the ten slowest tests
         <BLANKLINE>
     """
@@ -257,12 +265,13 @@ def report(stages: list, *, wall: float, lanes: int, path: Path) -> None:
             "name": s.name,
             "kind": s.kind,
             "seconds": round(s.seconds, 1),
+            "cpu": round(s.cpu, 1),
             "result": s.result,
         }
         for s in ran
     ]
     slowest = slowest_tests([(s.key, s.log.with_suffix(".xml")) for s in ran if s.log])
-    say("where the time went (seconds of each stage; stages run side by side)")
+    say("where the time went (wall and CPU seconds of each stage; they run side by side)")
     print(stage_table(rows, wall=wall))
     say("the ten slowest tests")
     print(slowest_table(slowest))
@@ -272,6 +281,9 @@ def report(stages: list, *, wall: float, lanes: int, path: Path) -> None:
 def budget_report(times: dict) -> tuple[str, bool]:
     """Each job's stages against :data:`ALLOWANCES`, and the wall time against its allowance.
 
+    When the stages' CPU seconds were measured, a ``cpu s`` column shows them beside the
+    wall seconds (the allowances are of wall seconds), and all of them on the wall time's row.
+
     Args:
         times: What :func:`write_times` wrote, read back.
 
@@ -280,28 +292,51 @@ def budget_report(times: dict) -> tuple[str, bool]:
 
     Example:
         >>> text, within = budget_report({"wall": 1900.0, "stages": [
-        ...     {"job": "reference", "kind": "lint", "seconds": 12.0}]})
+        ...     {"job": "reference", "kind": "lint", "seconds": 12.0, "cpu": 9.0}]})
         >>> print(text)
-        job        stage  seconds  allowance
-        reference  lint        12         30
-        wall time            1900       1500  OVER
+        job        stage  cpu s  seconds  allowance
+        reference  lint       9       12         30
+        wall time             9     1900       1500  OVER
         >>> within
         False
     """
-    totals = _totals(times["stages"])
-    table = [("job", "stage", "seconds", "allowance")]
+    totals, cpu = _totals(times["stages"]), _totals(times["stages"], "cpu")
+    table = [("job", "stage", *(["cpu s"] if cpu else []), "seconds", "allowance")]
     within = True
     for key, seconds in totals.items():
         allowance = ALLOWANCES.get(key)
         over = allowance is None or seconds > allowance
         within &= not over
-        mark = "OVER" if over else ""
-        table.append(
-            (*key, f"{seconds:.0f}", "none" if allowance is None else str(allowance), mark)
-        )
+        cells = [f"{cpu.get(key, 0.0):.0f}"] if cpu else []
+        cells += [f"{seconds:.0f}", "none" if allowance is None else str(allowance)]
+        table.append((*key, *cells, "OVER" if over else ""))
     over = times["wall"] > WALL_ALLOWANCE
     within &= not over
-    table.append(
-        ("wall time", "", f"{times['wall']:.0f}", str(WALL_ALLOWANCE), "OVER" if over else "")
-    )
+    cells = [f"{sum(cpu.values()):.0f}"] if cpu else []
+    cells += [f"{times['wall']:.0f}", str(WALL_ALLOWANCE)]
+    table.append(("wall time", "", *cells, "OVER" if over else ""))
     return "\n".join(_columns(table)), within
+
+
+def cpu_floor(times: dict, cores: int = CI_CORES) -> str:
+    """The least wall time the stages' CPU seconds allow on ``cores`` cores, as a sentence.
+
+    Args:
+        times: What :func:`write_times` wrote, read back.
+        cores: The machine's cores (CI's by default).
+
+    Returns:
+        The sentence; empty if the stages' CPU seconds were not measured.
+
+    Example:
+        >>> print(cpu_floor({"stages": [{"job": "a", "kind": "nbval", "cpu": 3000.0}]}))
+        the stages used 3000 CPU s: on 2 cores no run takes less than 1500 s (25.0 min)
+    """
+    if not any("cpu" in row for row in times["stages"]):
+        return ""
+    cpu = sum(row.get("cpu", 0.0) for row in times["stages"])
+    floor = cpu / cores
+    return (
+        f"the stages used {cpu:.0f} CPU s: on {cores} cores no run takes less than"
+        f" {floor:.0f} s ({floor / 60:.1f} min)"
+    )

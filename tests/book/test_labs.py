@@ -25,7 +25,9 @@ from bookbuild.labs import CHECK_TAG, WIDGET_VIEW, build_lab, exercises
 from bookbuild.manifest import load_manifest
 from tests.book.answer_leaks import leaks
 
-pytestmark = pytest.mark.book
+# All of it in the reference job's grading stage: dev.py builds the labs with the book's own
+# environment, and the labs fixture builds them once there.
+pytestmark = [pytest.mark.book, pytest.mark.grading]
 
 CHAPTERS = [c for c in load_manifest()["chapters"] if c["exercises"]]
 IDS = [c["path"].stem for c in CHAPTERS]

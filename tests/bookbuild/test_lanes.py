@@ -1,5 +1,6 @@
 """bookbuild.lanes: stages side by side, in order, each into its own log."""
 
+import sys
 import threading
 import time
 
@@ -7,6 +8,9 @@ import pytest
 
 from bookbuild.lanes import Stage, run_stages
 from bookbuild.shell import run, say
+
+# About 0.3 CPU seconds of work, however loaded the machine is.
+BUSY = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
 
 
 def test_at_most_lanes_stages_run_at_once_and_each_waits_for_its_predecessors(tmp_path):
@@ -96,3 +100,20 @@ def test_wrong_plans_are_refused_before_anything_runs(tmp_path):
     cycle = [Stage("j", "a", print, after=("b",)), Stage("j", "b", print, after=("a",))]
     run_stages(cycle, lanes=1, logs=tmp_path, echo=False)
     assert [s.detail for s in cycle] == ["waits in a cycle: b", "waits in a cycle: a"]
+
+
+def test_each_stage_records_the_cpu_seconds_of_its_own_commands(tmp_path):
+    def fails():
+        run(sys.executable, "-c", f"{BUSY}\nraise SystemExit(1)")
+
+    stages = [
+        Stage("j", "busy", lambda: run(sys.executable, "-c", BUSY)),
+        Stage("j", "asleep", lambda: run("sleep", "0.3")),
+        Stage("j", "fails", fails),
+        Stage("j", "in process", lambda: sum(range(3_000_000))),  # no command: not counted
+    ]
+    run_stages(stages, lanes=4, logs=tmp_path, echo=False)
+    busy, asleep, failed, in_process = stages
+    assert busy.cpu >= 0.2 and failed.cpu >= 0.2 and failed.result == "FAILED"
+    assert asleep.cpu < 0.1 and asleep.seconds >= 0.3  # beside the busy ones, in its own lane
+    assert in_process.cpu == 0.0

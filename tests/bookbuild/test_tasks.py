@@ -11,19 +11,26 @@ from bookbuild import tasks
 def executed(monkeypatch):
     calls = []
     monkeypatch.setattr(
-        tasks, "execute_chapters", lambda *files, into=None: calls.append((files, into))
+        tasks,
+        "execute_chapters",
+        lambda *files, into=None, solutions=False: calls.append((files, into, solutions)),
     )
     return calls
 
 
 def test_execute_runs_every_chapter_in_place_by_default(executed):
     tasks.run_task("_execute")
-    assert executed == [((), None)]
+    assert executed == [((), None, False)]
 
 
 def test_execute_into_a_folder_runs_the_named_chapters_as_copies(executed, tmp_path):
     tasks.run_task("_execute", ["--into", str(tmp_path), "01_a.ipynb", "02_b.ipynb"])
-    assert executed == [(("01_a.ipynb", "02_b.ipynb"), tmp_path)]
+    assert executed == [(("01_a.ipynb", "02_b.ipynb"), tmp_path, False)]
+
+
+def test_execute_with_solutions_runs_them_after_each_chapter(executed, tmp_path):
+    tasks.run_task("_execute", ["--into", str(tmp_path), "--solutions"])
+    assert executed == [((), tmp_path, True)]
 
 
 def test_checks_run_their_commands_in_order_and_stop_at_the_first_failure(monkeypatch):

@@ -2,12 +2,15 @@
 
 import json
 
+from bookbuild.lanes import Stage
 from bookbuild.timing import (
     ALLOWANCES,
     KINDS,
     RESERVED,
     WALL_ALLOWANCE,
     budget_report,
+    cpu_floor,
+    report,
     slowest_tests,
     stage_table,
     write_times,
@@ -75,3 +78,41 @@ def test_the_budget_names_each_stage_over_its_allowance_and_one_without(tmp_path
 def test_the_allowances_leave_the_reserved_room_inside_35_minutes():
     assert {kind for _, kind in ALLOWANCES} <= set(KINDS)
     assert WALL_ALLOWANCE + 60 * sum(RESERVED.values()) <= 35 * 60
+
+
+def test_the_table_shows_cpu_seconds_beside_wall_seconds_and_the_json_keeps_them(tmp_path):
+    stages = [
+        Stage("reference", "unit tests 1/2", print, seconds=300.0, cpu=190.0, result="passed"),
+        Stage("reference", "unit tests 2/2", print, seconds=260.0, cpu=150.4, result="passed"),
+        Stage("hosted", "set-up", print, seconds=100.0, cpu=60.0, result="passed"),
+        Stage("hosted", "nbval", print),  # did not run: not in the table
+    ]
+    for stage in stages:
+        stage.log = tmp_path / f"{stage.stem}.log"
+    report(stages, wall=330.0, lanes=2, path=tmp_path / "times.json")
+    times = json.loads((tmp_path / "times.json").read_text())
+    assert [row["cpu"] for row in times["stages"]] == [190.0, 150.4, 60.0]
+    lines = stage_table(times["stages"], wall=times["wall"]).splitlines()
+    assert lines[0].split() == ["job", "stage", "seconds", "cpu", "s", "share"]
+    assert lines[1].split() == ["reference", "unit", "tests", "560", "340", "85%"]
+    assert lines[2].split() == ["hosted", "set-up", "100", "60", "15%"]
+    assert lines[-1] == "(stages side by side: 660 s of stages, 400 CPU s, in 330 s, 5.5 min)"
+
+
+def test_the_budget_shows_cpu_seconds_when_measured_and_the_least_wall_time_they_allow():
+    stages = [
+        {"job": "reference", "kind": "lint", "seconds": 10.0, "cpu": 14.0},
+        {"job": "reference", "kind": "unit tests", "seconds": 500.0, "cpu": 386.0},
+    ]
+    text, within = budget_report({"wall": 400.0, "stages": stages})
+    assert within
+    lines = [line.split() for line in text.splitlines()]
+    assert lines[0] == ["job", "stage", "cpu", "s", "seconds", "allowance"]
+    assert lines[2] == ["reference", "unit", "tests", "386", "500", "720"]
+    assert lines[3] == ["wall", "time", "400", "400", str(WALL_ALLOWANCE)]
+    assert cpu_floor({"stages": stages}) == (
+        "the stages used 400 CPU s: on 2 cores no run takes less than 200 s (3.3 min)"
+    )
+    old = [{k: v for k, v in row.items() if k != "cpu"} for row in stages]  # an older run
+    assert "cpu" not in budget_report({"wall": 400.0, "stages": old})[0]
+    assert cpu_floor({"stages": old}) == ""
