@@ -28,6 +28,8 @@ from pathlib import Path
 
 from bookbuild.shell import cpu_counted, output_to, say
 
+INSTALLS = "set-up"  # the kind of stage that runs one at a time, outside the lanes
+
 
 @dataclass
 class Stage:
@@ -76,6 +78,10 @@ class Stage:
 
 def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True) -> list[Stage]:
     """Run ``stages``, at most ``lanes`` at once, each after the stages it names in ``after``.
+
+    Installs (kind ``set-up``) wait on downloads and the disk more than on the processors:
+    they run one at a time, beside the lanes, so the first environment is ready soonest and
+    the next one's install overlaps the first one's tests.
 
     A stage whose predecessor failed does not run: its result says which one. Every stage's
     output goes to ``logs/<job>--<name>.log``; with ``echo``, the whole log is printed when
@@ -126,7 +132,18 @@ def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True
                 for s in waiting
                 if all(by_key[f"{s.job}/{name}"].result == "passed" for name in s.after)
             ]
-            for stage in sorted(ready, key=lambda s: -_path(s, stages))[: lanes - len(running)]:
+            busy = [by_key[key] for key in running]
+            installing = any(s.kind == INSTALLS for s in busy)
+            free = lanes - sum(s.kind != INSTALLS for s in busy)
+            for stage in sorted(ready, key=lambda s: -_path(s, stages)):
+                if stage.kind == INSTALLS:
+                    if installing:
+                        continue
+                    installing = True
+                elif free > 0:
+                    free -= 1
+                else:
+                    continue
                 waiting.remove(stage)
                 running.add(stage.key)
                 stage.result = "running"

@@ -65,6 +65,9 @@ from .devices import (
 )
 from .errors import (
     AllReduceUnavailableError as AllReduceUnavailableError,
+    CheckpointDamagedError as CheckpointDamagedError,
+    CheckpointMismatchError as CheckpointMismatchError,
+    CheckpointSkippedWarning as CheckpointSkippedWarning,
     ClusterError as ClusterError,
     ClusterSecurityWarning as ClusterSecurityWarning,
     ClusterStartError as ClusterStartError,
@@ -103,6 +106,7 @@ from .reproducibility import (
 from .strategy import (
     make_strategy as make_strategy,
 )
+from .training.checkpoints import restore_latest as restore_latest
 from .training.keras_fit import (
     FitReadyModel as FitReadyModel,
     fit_ready as fit_ready,

@@ -91,3 +91,33 @@ class ClusterSecurityWarning(UserWarning):
         >>> issubclass(ClusterSecurityWarning, UserWarning)
         True
     """
+
+
+class CheckpointMismatchError(ValueError):
+    """A checkpoint does not fit the objects it would be restored into; nothing was restored.
+
+    Example:
+        >>> from mirrorkit import CheckpointMismatchError
+        >>> issubclass(CheckpointMismatchError, ValueError)
+        True
+    """
+
+
+class CheckpointDamagedError(RuntimeError):
+    """A folder holds checkpoint files, and none of them can be read in full.
+
+    Example:
+        >>> from mirrorkit import CheckpointDamagedError
+        >>> issubclass(CheckpointDamagedError, RuntimeError)
+        True
+    """
+
+
+class CheckpointSkippedWarning(UserWarning):
+    """A newer checkpoint could not be read, so an older one was restored in its place.
+
+    Example:
+        >>> from mirrorkit import CheckpointSkippedWarning
+        >>> issubclass(CheckpointSkippedWarning, UserWarning)
+        True
+    """

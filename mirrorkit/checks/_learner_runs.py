@@ -90,12 +90,8 @@ def run_learner(step, *args):
 
 def _traced_why(error: BaseException) -> str:
     """One sentence from an error raised while tracing, without AutoGraph's "in user code"."""
-    lines = [line for line in error_lines(error) if line != "in user code:"]
-    ours = [line for line in lines if line.startswith("LearnerError: ")]
-    if ours:
-        return ours[-1].removeprefix("LearnerError: ")
-    if isinstance(error, LearnerError):
-        return str(error)
+    if (sentence := traced_learner_error(error)) is not None:
+        return sentence
     if numpy_in_graph(error):
         return NUMPY_IN_GRAPH
     return f"your function failed inside strategy.run: {innermost_error(error).rstrip('.')}."
@@ -184,6 +180,34 @@ def learner_error(error: BaseException, what: str) -> str:
     if numpy_in_graph(error):
         return f"{what} failed: {NUMPY_IN_GRAPH}"
     return f"{what} raised {innermost_error(error).rstrip('.')}."
+
+
+def traced_learner_error(error: BaseException) -> str | None:
+    r"""The sentence of a :class:`LearnerError` raised while tracing, however wrapped, or None.
+
+    A ``guarded`` function's error raised inside ``tf.function`` reaches the caller inside
+    AutoGraph's "in user code:" text; this finds its sentence again. None: the error is not
+    the learner's (the check's own, to raise as it is).
+
+    Example:
+        >>> traced_learner_error(LearnerError("compute_loss failed: ..."))
+        'compute_loss failed: ...'
+        >>> traced_learner_error(ValueError("in user code:\n\n  LearnerError: f raised X."))
+        'f raised X.'
+        >>> traced_learner_error(LearnerError('in user code:\n\n  File "a.py", line 3, in f  *\n'
+        ...     '      return g(x)\n\n  f failed: use tf.reduce_mean.\n'))
+        'f failed: use tf.reduce_mean.'
+        >>> traced_learner_error(KeyError("k")) is None
+        True
+    """
+    lines = [line for line in error_lines(error) if line != "in user code:"]
+    ours = [line for line in lines if line.startswith("LearnerError: ")]
+    if ours:
+        return ours[-1].removeprefix("LearnerError: ")
+    if not isinstance(error, LearnerError):
+        return None
+    # AutoGraph keeps the type and puts its frames before the sentence, the last line.
+    return lines[-1] if "in user code:" in str(error) and lines else str(error)
 
 
 def guarded(function, what: str):

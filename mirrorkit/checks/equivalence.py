@@ -20,6 +20,7 @@ import numpy as np
 
 from mirrorkit._losses import per_example_loss as _resolve_loss
 from mirrorkit._validate import refuse, require_batch, require_callable, require_strategy
+from mirrorkit.checks._learner_runs import guarded, traced_learner_error
 from mirrorkit.checks._loss_causes import diagnose, fit, notes
 from mirrorkit.checks._steps import build_model, check_layers, flat_float64, gradient_ratio
 from mirrorkit.checks.result import NOT_ATTEMPTED
@@ -201,9 +202,11 @@ def _run_distributed(tf, strategy, model, compute_loss, data, global_batch):
     variables = model.trainable_variables
     none_gradients, empty_losses, problems = [], [], []
 
+    checked = guarded(compute_loss, "compute_loss")
+
     def replica_step(x_r, y_r):
         with tf.GradientTape() as tape:
-            value = compute_loss(model, x_r, y_r)
+            value = checked(model, x_r, y_r)
         value = _scalar_loss(tf, value, empty_losses, problems)
         gradients = tape.gradient(value, variables)
         none_gradients.append(all(g is None for g in gradients))
@@ -218,9 +221,15 @@ def _run_distributed(tf, strategy, model, compute_loss, data, global_batch):
 
     # TensorFlow counts traces per code object and warns after five ("triggered tf.function
     # retracing"); every check traces a new step once by design, so each gets its own key.
-    per_replica_loss, per_replica_gradients = tf.function(functools.partial(run_step))(
-        dist_x, dist_y
-    )
+    try:
+        per_replica_loss, per_replica_gradients = tf.function(functools.partial(run_step))(
+            dist_x, dist_y
+        )
+    except Exception as error:  # noqa: BLE001 - the learner's code, traced: a verdict
+        sentence = traced_learner_error(error)  # NumPy on a symbolic tensor, above all
+        if sentence is None:
+            raise
+        return sentence
     if problems:
         return problems[0]
     if none_gradients and all(none_gradients):

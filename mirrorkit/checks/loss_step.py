@@ -9,11 +9,10 @@ Example:
 from __future__ import annotations
 
 from mirrorkit._validate import require_strategy
-from mirrorkit.checks._learner_runs import LearnerError, guarded, literal_numbers
+from mirrorkit.checks._learner_runs import guarded, literal_numbers, traced_learner_error
 from mirrorkit.checks._loss_causes import fixed_number_cause
 from mirrorkit.checks.equivalence import check_step_equivalence
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
-from mirrorkit.report.values import error_lines
 
 
 def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> CheckResult:
@@ -74,12 +73,10 @@ def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> C
         try:
             report = check_step_equivalence(checked, strategy, model_fn, each, loss=loss)
         except Exception as error:
-            ours = [line for line in error_lines(error) if line.startswith("LearnerError: ")]
-            if not ours and not isinstance(error, LearnerError):
+            sentence = traced_learner_error(error)
+            if sentence is None:
                 raise  # the check's own arguments, as check_step_equivalence refuses them
-            return CheckResult(
-                False, ours[-1].removeprefix("LearnerError: ") if ours else str(error)
-            )
+            return CheckResult(False, sentence)
         if not report.equivalent:
             size = f"with a global batch of {len(each[0])} examples: " if len(batches) > 1 else ""
             return CheckResult(False, size + _named(report, compute_loss))

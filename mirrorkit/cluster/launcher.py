@@ -229,8 +229,9 @@ class LocalCluster:
 
         Args:
             function: Called on each worker with a :class:`mirrorkit.WorkerContext` first.
-            args: More positional arguments (picklable).
-            kwargs: Keyword arguments (picklable).
+            args: More positional arguments: plain, picklable values (a TensorFlow or Keras
+                object, such as a model, cannot travel: pass what builds it).
+            kwargs: Keyword arguments, plain values as for ``args``.
             on_event: Called here with each :class:`mirrorkit.WorkerEvent` as it arrives
                 (``mirrorwidgets.ClusterView(...).update`` draws them).
             timeout: Seconds the whole run may take; ``None`` for no limit.
@@ -247,7 +248,7 @@ class LocalCluster:
                 called as ``function(context, *args, **kwargs)`` (a string, a Keras model, a
                 function without the context parameter), ``args``, ``kwargs``, ``on_event``,
                 ``fault`` or ``absent`` is of the wrong kind, or something in them cannot be
-                sent to the workers (a strategy, a dataset, an open file).
+                sent to the workers (a model, a tensor, a strategy, a dataset, an open file).
             ValueError: Before any process starts: ``timeout`` is not above 0, ``fault``
                 or ``absent`` names a worker outside the cluster, or ``absent`` is given to a
                 parameter-server cluster.

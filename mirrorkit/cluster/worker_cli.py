@@ -22,14 +22,16 @@ import time
 from mirrorkit.cluster.events import WorkerEvent
 from mirrorkit.cluster.targets import joins_by_itself, run_target, target_problem
 from mirrorkit.cluster.worker import WorkerContext
-from mirrorkit.cluster.worker_config import resolve_tf_config
+from mirrorkit.cluster.worker_config import own_address_problem, resolve_tf_config
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m mirrorkit.worker FILE[:FUNCTION]`` on each node of a real cluster.
 
     A target that cannot run (no such file, not a ``.py`` file, a function the file does not
-    define) exits with status 2 at once, before anything joins. Joins within
+    define), a working folder that no longer exists, and an address of this worker that
+    cannot work (a host that does not resolve, a port another program holds) exit with
+    status 2 at once, before anything joins. Joins within
     ``--join-timeout`` seconds or exits with status 2, naming the peers that
     are not listening; SIGTERM ends it at once; once steps are reported
     (:meth:`WorkerContext.report`), a run in which no step finishes for ``--stall-timeout``
@@ -56,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    _refuse_a_deleted_folder(parser, args.target)
     # Found here, not after the cluster joined: a typo must not wait for every other worker.
     file, _, function = args.target.partition(":")
     problem = target_problem(file, function)
@@ -77,7 +80,30 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"argument --port: must be from 1 to 65535, got {args.port}: e.g. 12345.")
     if args.child:
         return _child(args)
+    try:
+        config = resolve_tf_config(args.resolver, args.port)
+    except (KeyError, ValueError, RuntimeError):
+        config = None  # the worker refuses it, with its reason
+    problem = own_address_problem(config, args.resolver) if config else None
+    if problem is not None:
+        parser.exit(2, problem + "\n")
     return _parent(args, sys.argv[1:] if argv is None else list(argv))
+
+
+def _refuse_a_deleted_folder(parser: argparse.ArgumentParser, target: str) -> None:
+    """Exit with status 2 if the folder this command runs in no longer exists."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        folder = os.environ.get("PWD")
+        parser.exit(
+            2,
+            f"mirrorkit.worker: the working folder{f', {folder},' if folder else ''} no longer "
+            "exists (deleted or moved after this shell entered it), and the worker cannot run "
+            f"in it (relative paths, like the target's {target!r}, name nothing there): cd "
+            "into a folder that exists, the one that holds the target, and run the command "
+            "again.\n",
+        )
 
 
 def _parent(args: argparse.Namespace, argv: list[str]) -> int:

@@ -8,8 +8,11 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import socket
+import time
 
 from mirrorkit._validate import refuse
 
@@ -23,6 +26,77 @@ def resolve_tf_config(resolver: str, port: int | None) -> dict:
 
         return slurm_tf_config(port=port)
     return check_tf_config(os.environ["TF_CONFIG"])
+
+
+def own_address_problem(config: dict, resolver: str = "tf_config") -> str | None:
+    """Why this worker's own address in ``config`` cannot work, before TensorFlow starts.
+
+    Its host must resolve (TensorFlow would wait for its own server forever) and its port
+    must be free on this machine (TensorFlow would fail after seconds, naming no port).
+    ``resolver`` says where the address came from. None if neither is wrong.
+
+    Example:
+        >>> config = {"cluster": {"worker": ["no-such-host.invalid:2"]},
+        ...           "task": {"type": "worker", "index": 0}}
+        >>> print(own_address_problem(config))  # doctest: +ELLIPSIS
+        mirrorkit.worker: this worker's address no-such-host.invalid:2 ... does not resolve ...
+    """
+    job, index = config["task"]["type"], config["task"]["index"]
+    if job == "evaluator":
+        return None
+    address = config["cluster"][job][int(index)]
+    host, sep, number = address.rpartition(":")
+    if not sep or not host or not number.isdigit():
+        return None
+    host = host.strip("[]")
+    if resolver == "tf_config":
+        where, change = f"{job} {index} in TF_CONFIG", "the same change in every worker's TF_CONFIG"
+    else:
+        where, change = f"{job} {index}, from Slurm's nodes and --port", "the same on every task"
+    if not _resolves(host):
+        return (
+            f"mirrorkit.worker: this worker's address {address} ({where}) names a host, "
+            f"{host!r}, that does not resolve on this machine, so the cluster cannot form: "
+            "write this machine's name as the others reach it (hostname -f shows it) or its "
+            f"IP address, or 127.0.0.1 for a cluster on this machine alone; {change}."
+        )
+    taken = _port_taken(int(number))
+    if taken:
+        return (
+            f"mirrorkit.worker: this worker's address {address} ({where}) cannot be used: "
+            f"port {number} on this machine {taken}, so TensorFlow's server cannot listen "
+            f"there: end the program that holds it (a worker of an earlier run still "
+            f"running? ss -ltnp 'sport = :{number}' shows it), or give this worker a free "
+            f"port ({'--port' if resolver == 'slurm' else 'in its address'}), {change}."
+        )
+    return None
+
+
+def _resolves(host: str, tries: int = 3) -> bool:
+    """Whether ``host`` resolves here (asked a few times: a new node's name may lag)."""
+    for attempt in range(tries):
+        try:
+            socket.getaddrinfo(host, None)
+            return True
+        except (socket.gaierror, UnicodeError):
+            if attempt + 1 < tries:
+                time.sleep(0.5)
+    return False
+
+
+def _port_taken(port: int) -> str | None:
+    """Why this machine's ``port`` cannot be listened on, in words, or None if it is free."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As TensorFlow's server does: a port that only lingers from a closed connection
+        # is free to listen on.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("", port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                return "is already taken by another program"
+            return f"cannot be listened on ({error.strerror or error})"
+    return None
 
 
 _TF_CONFIG_FIX = (

@@ -5,6 +5,8 @@
   ``MultiWorkerMirroredStrategy``.
 * :mod:`~mirrorkit.training.recipes`: training functions for a local cluster that survive a
   killed worker.
+* :mod:`~mirrorkit.training.checkpoints`: resuming from the newest readable checkpoint, and
+  refusing one written by another model or optimizer.
 * :mod:`~mirrorkit.training.scaling`: one task trained at several replica counts, to compare
   learning-rate rules side by side.
 

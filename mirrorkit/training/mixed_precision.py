@@ -228,12 +228,16 @@ def overflow_seen_by_all(gradients: list) -> list:
     return [g * tf.cast(poison, g.dtype) for g in gradients]
 
 
+# run_loss_scale's default overflow_steps, told apart from the same steps given by the learner.
+_DEFAULT_OVERFLOW_STEPS = (2,)
+
+
 def run_loss_scale(
     strategy,
     *,
     policy: str = "mixed_float16",
     steps: int = 6,
-    overflow_steps: Iterable[int] = (2,),
+    overflow_steps: Iterable[int] = _DEFAULT_OVERFLOW_STEPS,
     initial_scale: float = 2.0**15,
     dynamic_growth_steps: int = 2,
     learning_rate: float = 0.01,
@@ -337,15 +341,25 @@ def _settings_set_up(strategy, settings: _LossScaleSettings) -> _LossScaleSettin
         if not value > 0:
             refuse(name, value, must="positive", write=write, error=ValueError)
     require_whole("seed", settings.seed, write="e.g. seed=0")
-    overflow_steps = _overflow_step_set(settings.overflow_steps, operator.index(settings.steps))
-    replicas = strategy.num_replicas_in_sync
-    if operator.index(settings.global_batch) % replicas:
-        fits = ", ".join(str(replicas * k) for k in (1, 2, 4))
-        raise ValueError(
-            f"global_batch={settings.global_batch} does not divide over {replicas} replicas: "
-            f"each replica must get the same number of examples. Use a multiple of "
-            f"{replicas}, such as {fits}."
+    # The batch before the overflow steps: with steps=2, the default overflow_steps=(2,) is
+    # out of range too, and the learner who wrote only a wrong batch should read about it.
+    replicas, batch = strategy.num_replicas_in_sync, operator.index(settings.global_batch)
+    if batch % replicas:
+        lower, upper = batch - batch % replicas, batch - batch % replicas + replicas
+        refuse(
+            "global_batch",
+            must=f"a multiple of the strategy's {replicas} replicas (each replica gets the "
+            "same number of examples)",
+            got=f"{batch}, fewer examples than replicas"
+            if batch < replicas
+            else f"{batch}, which leaves {batch % replicas} example"
+            f"{'s' if batch % replicas > 1 else ''} over after {replicas} equal shares",
+            write=f"global_batch={lower} or global_batch={upper}"
+            if lower
+            else f"global_batch={upper}",
+            error=ValueError,
         )
+    overflow_steps = _overflow_step_set(settings.overflow_steps, operator.index(settings.steps))
     return replace(
         settings,
         steps=operator.index(settings.steps),
@@ -364,9 +378,12 @@ def _overflow_step_set(overflow_steps, steps: int) -> frozenset[int]:
     for step in overflow_steps:
         index = _int_or_none(step)
         if index is None or not 0 <= index < steps:
+            default = overflow_steps is _DEFAULT_OVERFLOW_STEPS
             raise ValueError(
-                f"overflow_steps holds {step!r}, but steps are counted from 0 to {steps - 1} "
-                f"(steps={steps}): give step numbers in that range."
+                f"overflow_steps{' (left at its default, (2,))' if default else ''} holds "
+                f"{step!r}, but steps are counted from 0 to {steps - 1} (steps={steps}): give "
+                f"step numbers in that range, e.g. overflow_steps=[{steps - 1}] (or [] for "
+                f"none){', or train longer, steps=6' if default else ''}."
             )
         chosen.append(index)
     return frozenset(chosen)

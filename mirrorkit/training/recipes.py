@@ -13,12 +13,16 @@ Example:
 
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from mirrorkit.errors import CheckpointSkippedWarning
 from mirrorkit.report.render import Report, Reported
+from mirrorkit.training.checkpoints import restore_latest
 
 # The linear function the examples learn: y = x . TRUE_WEIGHTS + TRUE_BIAS.
 TRUE_WEIGHTS = (1.0, -2.0, 3.0, 0.5)
@@ -74,9 +78,11 @@ def checkpointed_training(
 ) -> dict:
     """A custom training loop that checkpoints every ``save_every`` steps and resumes.
 
-    Every worker restores the chief's latest checkpoint (if any), trains the
-    remaining steps, saves (every worker must: saving is collective; the chief's copy
-    is the one kept) and reports each step's loss.
+    Every worker restores the chief's newest readable checkpoint (if any) with
+    :func:`mirrorkit.restore_latest`, which refuses one of another model or optimizer and
+    passes over a damaged one (printing which it used); then it trains the remaining
+    steps, saves (every worker must: saving is collective; the chief's copy is the one
+    kept) and reports each step's loss.
 
     Args:
         context: The worker's :class:`mirrorkit.WorkerContext`.
@@ -88,7 +94,8 @@ def checkpointed_training(
         momentum: SGD's momentum (not 0, so the optimizer has state a resume must restore).
 
     Returns:
-        ``{"resumed_from": step or 0, "weights": [arrays], "losses": {step: loss}}``.
+        ``{"resumed_from": step or 0, "weights": [arrays], "losses": {step: loss},
+        "restored": checkpoint file name or None, "skipped": [unreadable newer files]}``.
 
     Example:
         >>> import tempfile
@@ -110,9 +117,11 @@ def checkpointed_training(
         optimizer.build(model.trainable_variables)
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
-    latest = tf.train.latest_checkpoint(checkpoint_dir)
-    if latest:
-        checkpoint.restore(latest).assert_existing_objects_matched()
+    with warnings.catch_warnings():  # printed below instead, on the worker's output
+        warnings.simplefilter("ignore", CheckpointSkippedWarning)
+        restored = restore_latest(checkpoint, checkpoint_dir)  # refuses a foreign checkpoint
+    if restored.skipped:
+        print(restored, flush=True)  # the newest could not be read: say which one was used
     resumed_from = int(step.numpy())
     manager = tf.train.CheckpointManager(checkpoint, context.write_dir(checkpoint_dir), 3)
 
@@ -144,6 +153,8 @@ def checkpointed_training(
         "resumed_from": resumed_from,
         "weights": [np.array(w) for w in model.get_weights()],
         "losses": losses,
+        "restored": restored.path and os.path.basename(restored.path),
+        "skipped": [name for name, _ in restored.skipped],
     }
 
 

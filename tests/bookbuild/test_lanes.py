@@ -43,11 +43,33 @@ def test_the_longest_chain_starts_first(tmp_path):
     order = []
     stages = [
         Stage("a", "lint", lambda: order.append("a lint"), weight=30),
-        Stage("b", "set-up", lambda: order.append("b set-up"), weight=10),
-        Stage("b", "tests", lambda: order.append("b tests"), after=("set-up",), weight=600),
+        Stage("b", "build", lambda: order.append("b build"), weight=10),
+        Stage("b", "tests", lambda: order.append("b tests"), after=("build",), weight=600),
     ]
     run_stages(stages, lanes=1, logs=tmp_path, echo=False)
-    assert order == ["b set-up", "b tests", "a lint"]
+    assert order == ["b build", "b tests", "a lint"]
+
+
+def test_installs_run_one_at_a_time_beside_the_lanes(tmp_path):
+    lock, spans = threading.Lock(), {}
+
+    def work(key, seconds):
+        def action():
+            start = time.monotonic()
+            time.sleep(seconds)
+            with lock:
+                spans[key] = (start, time.monotonic())
+
+        return action
+
+    stages = [Stage(job, "set-up", work(f"{job} set-up", 0.2)) for job in ("a", "b", "c")]
+    stages.append(Stage("d", "lint", work("d lint", 0.5)))
+    run_stages(stages, lanes=1, logs=tmp_path, echo=False)
+    installs = sorted(spans[f"{job} set-up"] for job in ("a", "b", "c"))
+    assert all(
+        end <= start for (_, end), (start, _) in zip(installs[:-1], installs[1:], strict=True)
+    )  # in turn
+    assert spans["d lint"][0] < installs[0][1]  # the lane's stage ran beside the first install
 
 
 def test_a_failure_stops_what_waits_for_it_and_nothing_else(tmp_path):

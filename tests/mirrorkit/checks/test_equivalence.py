@@ -430,6 +430,19 @@ WRONG_EQUIVALENCE_INPUTS = [
         id="string-labels",
     ),
     pytest.param(
+        lambda s: equivalence(
+            s,
+            compute_loss=lambda model, x, y: np.mean(
+                keras.losses.mean_squared_error(y, model(x, training=True))
+            ),
+        ),
+        None,
+        "compute_loss",
+        r"your code turns a tensor into NumPy \(\.numpy\(\), np\.mean, float\(\.\.\.\)\), "
+        r"but inside strategy\.run and tf\.function a tensor is symbolic.*tf\.reduce_mean",
+        id="numpy-loss-only-traced-fails",
+    ),
+    pytest.param(
         lambda s: equivalence(s, loss="msee"),
         ValueError,
         "loss",

@@ -83,6 +83,19 @@ def test_numpy_inside_the_step_is_one_sentence(strategy):
     assert "in user code" not in result.message and "File " not in result.message
 
 
+@pytest.mark.parametrize("reduce", [np.mean, np.sum], ids=["np.mean", "np.sum"])
+def test_a_numpy_reduction_of_the_losses_is_one_sentence(strategy, reduce):
+    # Eagerly (the check's probe) NumPy gets values; traced in strategy.run it gets none.
+    def compute_loss(model, x, y):
+        return reduce(PER_EXAMPLE(y, model(x, training=True))) / BATCH
+
+    result = mk.check_loss_step(compute_loss, strategy, make_model, (X, Y))
+    assert not result.passed
+    assert result.message.startswith("compute_loss failed: your code turns a tensor into NumPy")
+    assert "tf.reduce_mean" in result.message
+    assert "in user code" not in result.message and "File " not in result.message
+
+
 def test_an_error_only_when_traced_names_the_real_error(strategy):
     def compute_loss(model, x, y):
         per_example = PER_EXAMPLE(y, model(x, training=True))

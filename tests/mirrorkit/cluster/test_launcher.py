@@ -417,16 +417,50 @@ WRONG_RUNS = [  # each a call(cluster of 2 workers, the session's strategy)
         lambda cluster, strategy: cluster.run(train, args=(strategy,)),
         TypeError,
         "args[0]",
-        r"^args\[0\] \(MirroredStrategy\) cannot be sent to the worker processes.*"
-        r"ctx\.strategy is the worker's strategy",
+        r"^args\[0\] must be a plain value .*got a tf\.distribute strategy \(MirroredStrategy\), "
+        r"which cannot travel to the workers.*inside train, context\.strategy is the worker's",
         id="a strategy as an argument",
     ),
     pytest.param(
         lambda cluster, strategy: cluster.run(train, kwargs={"epochs": tf.data.Dataset.range(3)}),
         TypeError,
         "kwargs['epochs']",
-        r"\(\w*Dataset\w*\) cannot be sent.*build the strategy's objects inside the function",
+        r"got a tf\.data dataset \(\w*Dataset\w*\).*write run\(train, kwargs=\{'path': "
+        r"'data\.csv'\}\) with what builds the dataset .* and build it inside train",
         id="a dataset as an argument",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(
+            train, args=(keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)]),)
+        ),
+        TypeError,
+        "args[0]",
+        r"got a Keras model \(Sequential\), which cannot travel to the workers.*holds "
+        r"variables.*def train\(context, units\): that builds the model inside train, under "
+        r"context\.strategy\.scope\(\); pass what builds the model \(a plain function, its "
+        r"sizes, a file path\)",
+        id="a Keras model as an argument",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, args=([1, {"head": keras.layers.Dense(2)}],)),
+        TypeError,
+        "args[0][1]['head']",
+        r"got a Keras layer \(Dense\).*builds the layer inside train",
+        id="a layer deep in a list",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, args=(tf.constant([1.0, 2.0]),)),
+        TypeError,
+        "args[0]",
+        r"got a tensor \(EagerTensor\).*write run\(train, args=\(tensor\.numpy\(\),\)\)",
+        id="a tensor as an argument",
+    ),
+    pytest.param(
+        lambda cluster, strategy: cluster.run(train, kwargs={"epochs": tf.Variable(3)}),
+        TypeError,
+        "kwargs['epochs']",
+        r"got a tf\.Variable .*make the variable inside train",
+        id="a variable as an argument",
     ),
     pytest.param(
         lambda cluster, strategy: cluster.run(train, on_event=[]),

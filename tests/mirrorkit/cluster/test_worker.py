@@ -576,6 +576,113 @@ def test_worker_cli_options_that_cannot_work_are_refused(
     clear_message(capsys.readouterr().err, argument, match)
 
 
+def taken_port(monkeypatch, tmp_path, busy):
+    config = {"cluster": {"worker": [f"127.0.0.1:{busy}"]}, "task": {"type": "worker", "index": 0}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(config))
+    return ["train.py:train"]
+
+
+def second_worker_port_taken(monkeypatch, tmp_path, busy):
+    peer = _procs.free_ports(1)[0]
+    config = {
+        "cluster": {"worker": [f"127.0.0.1:{peer}", f"localhost:{busy}"]},
+        "task": {"type": "worker", "index": 1},
+    }
+    monkeypatch.setenv("TF_CONFIG", json.dumps(config))
+    return ["train.py:train"]
+
+
+def slurm_port_taken(monkeypatch, tmp_path, busy):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    for name, value in {
+        "SLURM_STEP_NODELIST": "localhost",
+        "SLURM_STEP_TASKS_PER_NODE": "1",
+        "SLURM_STEP_NUM_TASKS": "1",
+        "SLURM_PROCID": "0",
+    }.items():
+        monkeypatch.setenv(name, value)
+    return ["train.py:train", "--resolver", "slurm", "--port", str(busy)]
+
+
+def unknown_host(monkeypatch, tmp_path, busy):
+    config = {
+        "cluster": {"worker": ["no-such-host.invalid:2222"]},
+        "task": {"type": "worker", "index": 0},
+    }
+    monkeypatch.setenv("TF_CONFIG", json.dumps(config))
+    return ["train.py:train"]
+
+
+def deleted_folder(monkeypatch, tmp_path, busy):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    monkeypatch.setenv("PWD", str(gone))
+    gone.rmdir()
+    return ["train.py:train"]
+
+
+WRONG_PLACES = [  # each a setup(monkeypatch, tmp_path, a port something listens on): argv
+    pytest.param(
+        taken_port,
+        "TF_CONFIG",
+        r"this worker's address 127\.0\.0\.1:\d+ \(worker 0 in TF_CONFIG\) cannot be used: "
+        r"port \d+ on this machine is already taken by another program.*end the program "
+        r"that holds it.*or give this worker a free port",
+        id="its port taken",
+    ),
+    pytest.param(
+        second_worker_port_taken,
+        "worker 1 in TF_CONFIG",
+        r"address localhost:\d+ .*already taken.*the same change in every worker's TF_CONFIG",
+        id="the second worker's port taken",
+    ),
+    pytest.param(
+        slurm_port_taken,
+        "--port",
+        r"address localhost:\d+ \(worker 0, from Slurm's nodes and --port\).*already taken"
+        r".*give this worker a free port \(--port\), the same on every task",
+        id="a Slurm port taken",
+    ),
+    pytest.param(
+        unknown_host,
+        "'no-such-host.invalid'",
+        r"names a host, 'no-such-host\.invalid', that does not resolve on this machine.*"
+        r"write this machine's name as the others reach it .* or its IP address, or 127\.0\.0\.1",
+        id="a one-worker cluster on an unknown host",
+    ),
+    pytest.param(
+        deleted_folder,
+        "working folder",
+        r"the working folder, .*gone, no longer exists.*cd into a folder that exists",
+        id="a deleted working folder",
+    ),
+]
+
+
+@pytest.mark.wrong_inputs("python -m mirrorkit.worker")
+@pytest.mark.parametrize(("setup", "argument", "match"), WRONG_PLACES)
+def test_a_worker_that_cannot_listen_where_it_is_says_so_at_once(
+    clear_message, capsys, monkeypatch, tmp_path, setup, argument, match
+):
+    import socket
+
+    from mirrorkit.cluster.worker_cli import main
+
+    (tmp_path / "train.py").write_text(TRAIN)
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        argv = setup(monkeypatch, tmp_path, busy.getsockname()[1])
+        started = time.monotonic()
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+    assert exit_.value.code == 2
+    assert time.monotonic() - started < 10  # at once, not after TensorFlow gave up
+    clear_message(capsys.readouterr().err, argument, match)
+
+
 def probe_state(address):
     from mirrorkit.cluster._flight import probe
 

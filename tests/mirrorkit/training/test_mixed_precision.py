@@ -118,8 +118,25 @@ WRONG_LOSS_SCALE_ARGUMENTS = [
         {"global_batch": 3},
         ValueError,
         "global_batch",
-        r"global_batch=3 does not divide over 4 replicas.*4, 8, 16",
+        r"must be a multiple of the strategy's 4 replicas .*got 3, fewer examples than "
+        r"replicas: write global_batch=4\.",
         id="batch of 3",
+    ),
+    pytest.param(
+        {"global_batch": 6, "steps": 2},
+        ValueError,
+        "global_batch",
+        r"^global_batch must be a multiple of the strategy's 4 replicas .*got 6, which leaves "
+        r"2 examples over after 4 equal shares: write global_batch=4 or global_batch=8\.",
+        id="a batch that does not divide, with few steps",
+    ),
+    pytest.param(
+        {"steps": 2},
+        ValueError,
+        "overflow_steps",
+        r"overflow_steps \(left at its default, \(2,\)\) holds 2, but steps are counted from "
+        r"0 to 1 \(steps=2\).*overflow_steps=\[1\] \(or \[\] for none\), or train longer",
+        id="few steps, overflow at the default step",
     ),
     pytest.param(
         {"overflow_steps": 5},
