@@ -2,12 +2,14 @@
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
 
 import pytest
 
+from bookbuild import ROOT
 from bookbuild.shell import cpu_counted, run
 
 # About 0.3 CPU seconds of work, however loaded the machine is.
@@ -72,11 +74,21 @@ def test_the_command_runs_in_the_top_folder_with_the_variables_given(tmp_path):
 
 
 def test_an_interrupt_kills_the_command(tmp_path):
+    # In a process of its own: a ^C sent to this test session would reach whatever it runs.
     pid_file = tmp_path / "pid"
-    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    script = (
+        f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom bookbuild.shell import run\n"
+        f"try:\n    run('sh', '-c', 'echo $$ > {pid_file}; exec sleep 60')\n"
+        "except KeyboardInterrupt:\n    print('interrupted')\n"
+    )
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        assert time.monotonic() < deadline and owner.poll() is None, "the command never started"
+        time.sleep(0.05)
     started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        run("sh", "-c", f"echo $$ > {pid_file}; exec sleep 60")
-    assert time.monotonic() - started < 10
+    owner.send_signal(signal.SIGINT)
+    out, _ = owner.communicate(timeout=30)
+    assert out.strip() == "interrupted" and time.monotonic() - started < 10
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(int(pid_file.read_text()), 0)
