@@ -75,9 +75,12 @@ def test_the_command_runs_in_the_top_folder_with_the_variables_given(tmp_path):
 
 def test_an_interrupt_kills_the_command(tmp_path):
     # In a process of its own: a ^C sent to this test session would reach whatever it runs.
+    # It handles ^C as a terminal's Python does, even when started from a background job,
+    # which inherits SIGINT ignored (a shell's `&`, and so maybe CI).
     pid_file = tmp_path / "pid"
     script = (
-        f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom bookbuild.shell import run\n"
+        "import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\nfrom bookbuild.shell import run\n"
         f"try:\n    run('sh', '-c', 'echo $$ > {pid_file}; exec sleep 60')\n"
         "except KeyboardInterrupt:\n    print('interrupted')\n"
     )
