@@ -58,9 +58,7 @@ def run_again(nb, *, times: int = 1) -> list:
     answers = solutions(nb)
     if answers:
         added.append(_added("\n\n".join(answers.values()), "solutions"))
-    for cell in code if answers else ():
-        if CHECK_TAG in cell.metadata.get("tags", []):
-            added.append(_added(checked(cell.source), "check"))
+    added += [_added(checked(cell.source), "check") for cell in checks_of(nb) if answers]
     return added
 
 
