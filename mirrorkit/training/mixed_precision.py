@@ -401,7 +401,10 @@ class _LossScaleLoop:
         x = rng.normal(size=(settings.global_batch, 4)).astype("float32")
         y = (x @ rng.normal(size=(4, 1))).astype("float32")
         dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(settings.global_batch)
-        self.inputs = iter(strategy.experimental_distribute_dataset(dataset.repeat()))
+        # The one global batch, split across the replicas once and fed at every step. A
+        # distributed iterator kept as long as the loop can take a minute or more to delete
+        # (TensorFlow 2.21, docs/design/core.md), so none outlives this line.
+        self.batch = next(iter(strategy.experimental_distribute_dataset(dataset)))
         keras.utils.set_random_seed(settings.seed)
         with strategy.scope():
             self.model = keras.Sequential(
@@ -450,7 +453,7 @@ class _LossScaleLoop:
         before = [w.copy() for w in self.model.get_weights()]
         overflow_here = step in self.settings.overflow_steps
         factor = tf.constant(np.finfo(np.float32).max if overflow_here else 1.0, tf.float32)
-        loss, gradients = self.train_step(next(self.inputs), factor)
+        loss, gradients = self.train_step(self.batch, factor)
         loss = float(strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None))
         summed = strategy.reduce(tf.distribute.ReduceOp.SUM, gradients, axis=None)
         unscaled = [np.asarray(g, np.float64) / scale for g in summed]
