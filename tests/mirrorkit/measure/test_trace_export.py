@@ -76,6 +76,12 @@ def by_step(events: list[dict]) -> dict[int, list[dict]]:
     return steps
 
 
+def lost_steps(trace: StepTrace) -> set[int]:
+    """The profiled steps whose trace notes a collective member's event lost by the profiler."""
+    lost = re.search(r"In profiled steps? ([\d, ]+) the profiler lost", str(trace))
+    return {int(i) for i in lost[1].split(", ")} if lost else set()
+
+
 def check_against(trace: StepTrace, tracks: dict[str, list[dict]]) -> None:
     """The slices of every replica's track are the trace's measured times, step by step."""
     replica_tracks = [f"replica {r}" for r in range(trace.replicas)]
@@ -148,25 +154,30 @@ def test_custom_loop_exports_one_track_per_replica_with_its_phases(loop_trace, s
     names = [e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"]
     assert names == [f"mirrorkit StepTracer: {replicas} replicas"]
     check_against(trace, tracks)
+    lost = lost_steps(trace)
     for r in range(replicas):
         steps = by_step(tracks[f"replica {r}"])
         assert all(e["name"] == "input wait" for e in (steps[i][0] for i in steps))
         for i in trace.profiled_steps:
             reduces = [e for e in steps[i] if e["name"] == "all-reduce"]
             ran = [s for s in trace.all_reduce_spans if (s.step, s.replica) == (i, r)]
-            assert len(reduces) == len(ran) == 1, f"replica {r}: step {i} all-reduce"
+            # A step whose member event the profiler lost (rare, on a loaded machine; a CI run
+            # once lost replica 0's in step 2) has a replica with no all-reduce of its own.
+            expected = (0, 1) if i in lost else (1,)
+            assert len(reduces) == len(ran) in expected, f"replica {r}: step {i} all-reduce"
+            assert any(e["name"] == "compute" for e in steps[i])
+            if not ran:
+                continue
             assert reduces[0]["args"]["ops"] == {"CollectiveReduceV2": 1}
             assert reduces[0]["args"]["attributed by"] == ran[0].evidence
             assert reduces[0]["dur"] == pytest.approx(
                 (ran[0].end_s - ran[0].start_s) * US, abs=TOL_US
             )
-            assert any(e["name"] == "compute" for e in steps[i])
 
 
 def test_each_replica_s_collective_is_attributed_by_evidence_from_the_profile(loop_trace):
     tracer, trace = loop_trace
-    lost = re.search(r"In profiled steps? ([\d, ]+) the profiler lost", str(trace))
-    lost = {int(i) for i in lost[1].split(", ")} if lost else set()
+    lost = lost_steps(trace)
     for i in trace.profiled_steps:
         spans = [s for s in trace.all_reduce_spans if s.step == i]
         assert all(0 <= s.start_s < s.end_s <= trace.step_times_s[i] for s in spans)
