@@ -78,7 +78,10 @@ def no_orphans():
     before = our_cluster_processes()
     yield
     left = wait_gone(sorted(our_cluster_processes() - before), within=10.0)
-    assert left == [], f"processes left behind: {left}"
+    from mirrorkit.cluster import _procs, _reaper
+
+    named = [f"{_reaper.describe(pid)} named {_procs.name_of(pid)!r}" for pid in left]
+    assert left == [], f"processes left behind: {named}"
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ import linecache
 import os
 import socket
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -39,6 +40,8 @@ _TF_ERROR_NOISE = (
 )
 #: Seconds a stalled worker waits after its report, so its peers can still read its record.
 _GRACE_S = 5.0
+#: Python's own modules' folder: their frames are never the learner's code.
+_STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
 #: Packages whose frames are the library's, not the learner's, when naming a line of code.
 _LIBRARIES = ("tensorflow", "keras", "mirrorkit", "absl", "tf_keras")
 
@@ -51,7 +54,9 @@ def _library(filename: str) -> str | None:
         >>> _library(threading.__file__), _library(__file__), _library("/tmp/train.py")
         ('python', 'mirrorkit', None)
     """
-    if filename.startswith("<frozen ") or os.path.basename(filename) in ("threading.py",):
+    if filename.startswith("<frozen ") or (
+        filename.startswith(_STDLIB) and "-packages" not in filename
+    ):  # threading, or multiprocessing's pool, in which eager collectives wait
         return "python"
     for name in _LIBRARIES:
         module = sys.modules.get(name)
@@ -185,6 +190,55 @@ class Record:
         return f"{done}; now at {self.where}{inside}"
 
 
+def holdups(records: list[tuple[str, Record | None]], now: float) -> tuple[list[str], str]:
+    """Who holds the others up, from each task's record: the culprits and a sentence.
+
+    A task outside TensorFlow (or without a record) while others wait inside it has not
+    reached the collectives they wait in; among tasks all inside TensorFlow, those that
+    finished fewer steps are behind.
+
+    Example:
+        >>> waiting = Record(2, 1.0, "train.py:9 `step()`", True, 100.0, "step")
+        >>> asleep = Record(2, 1.0, "train.py:7 `time.sleep(60)`", False, 100.0)
+        >>> culprits, text = holdups([("worker 0", waiting), ("worker 1", asleep)], 100.0)
+        >>> culprits
+        ['worker 1']
+        >>> print(text)  # doctest: +NORMALIZE_WHITESPACE
+        worker 1 has not reached step 3's collectives (finished step 2 1 s ago; now at
+        train.py:7 `time.sleep(60)`); worker 0 waits in them (now at train.py:9 `step()`,
+        inside tf.function 'step').
+    """
+    inside = [(n, r) for n, r in records if r is not None and r.in_tensorflow]
+    if not inside:
+        return [], "no task is inside a TensorFlow call: none waits in a collective."
+    out = [(n, r) for n, r in records if r is None or not r.in_tensorflow]
+    ahead = max((r.step or 0) for _, r in inside)
+    if not out:
+        out = [(n, r) for n, r in inside if (r.step or 0) < ahead]
+        inside = [(n, r) for n, r in inside if (r.step or 0) == ahead]
+    if not out:
+        return [], (
+            f"every task is inside TensorFlow after step {ahead}: a step slower than the bound, "
+            "or they wait in different collectives (compare their lines)."
+        )
+    late = [
+        f"{name} sent no record" if record is None else f"{name} {_state(record, now, ahead)}"
+        for name, record in out
+    ]
+    names = [name for name, _ in inside]
+    where_now = "; ".join(f"now at {r.describe(now).split('; now at ', 1)[1]}" for _, r in inside)
+    wait = "waits" if len(names) == 1 else "wait"
+    return [name for name, _ in out], (
+        f"{'; '.join(late)}; {', '.join(names)} {wait} in them ({where_now})."
+    )
+
+
+def _state(record: Record, now: float, ahead: int) -> str:
+    """``has not reached step N's collectives (...)`` for a task behind ``ahead``."""
+    reached = (record.step or 0) + 1 if not record.in_tensorflow else ahead + 1
+    return f"has not reached step {reached}'s collectives ({record.describe(now)})"
+
+
 def where(thread_id: int) -> tuple[str, bool, str | None]:
     """The innermost line of the learner's code a thread runs, and what TensorFlow runs below it.
 
@@ -274,6 +328,8 @@ class FlightRecorder:
     Args:
         stall_timeout: Seconds without a finished step (after the first) before the
             worker prints :meth:`stall_report` and exits with status 3; ``0`` never.
+        channel: A LocalCluster worker's event channel: the events pass on to it, and the
+            records go to it (the supervisor), not to the key-value store.
 
     Example:
         >>> from mirrorkit import WorkerEvent
@@ -283,8 +339,9 @@ class FlightRecorder:
         4
     """
 
-    def __init__(self, stall_timeout: float) -> None:
+    def __init__(self, stall_timeout: float, channel=None) -> None:
         self.stall_timeout = float(stall_timeout)
+        self._channel = channel
         self._step: int | None = None
         self._step_at = time.monotonic()
         self._main = threading.main_thread().ident
@@ -297,6 +354,8 @@ class FlightRecorder:
         """Take one of the context's events (only ``step`` events matter here)."""
         if event.kind == "step":
             self._step, self._step_at = event.step, time.monotonic()
+        if self._channel is not None:
+            self._channel.send(event)
 
     def record(self) -> Record:
         """This worker's state now."""
@@ -329,7 +388,7 @@ class FlightRecorder:
             f"mirrorkit.worker: the run stalled: {job_here} {index_here} finished no step for "
             f"{stalled:.0f} s (--stall-timeout {self.stall_timeout:g}). Every worker's record:"
         ]
-        waiting = []
+        records = []
         for job, index, address in tasks(self._tf_config):
             here = (job, index) == self._task
             record = self.record() if here else _read(_key(job, index))
@@ -337,25 +396,26 @@ class FlightRecorder:
                 text = f"no record (its address: {probe(address)})"
             else:
                 text = record.describe(now) + (" (this worker)" if here else "")
-            if record is None or not record.in_tensorflow:
-                waiting.append(f"{job} {index}")
+            records.append((f"{job} {index}", record))
             lines.append(f"  {job} {index} at {address}: {text}")
-        if waiting:
+        culprits, text = holdups(records, now)
+        if culprits:
             lines.append(
-                f"Waiting for: {', '.join(waiting)} (not inside a TensorFlow call: its code "
-                "above is not taking part in the step's collectives, or it has no record). "
-                "Every worker must run the same steps; raise --stall-timeout if a step is "
-                "just slow."
+                f"Who waits for whom: {text} Every worker must run the same steps; raise "
+                "--stall-timeout if a step is just slow."
             )
         else:
             lines.append(
-                "Every worker is inside a TensorFlow call: they may be in different "
-                "collectives (compare the lines above), or a step is slower than "
-                "--stall-timeout."
+                f"{text[0].upper()}{text[1:]} Compare the lines above, or raise --stall-timeout "
+                "if a step is just slow."
             )
         return "\n".join(lines)
 
     def _publish(self) -> None:  # a thread
+        if self._channel is not None:
+            while not self._stop.wait(1.0):
+                self._channel.send_flight(asdict(self.record()))
+            return
         from tensorflow.python.eager import context
 
         key = _key(*self._task)

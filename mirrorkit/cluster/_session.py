@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import os
 import queue
-import re
 import subprocess
 import sys
 import threading
@@ -18,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mirrorkit.cluster import _procs, _warm, protocol
+from mirrorkit.cluster import _culprits, _flight, _procs, _reaper, _warm, protocol
 from mirrorkit.cluster.cluster_run import ClusterRun
 from mirrorkit.cluster.events import ClusterStatus, WorkerEvent
 from mirrorkit.cluster.worker import calling_on_event
@@ -41,7 +40,7 @@ _live_supervisors: weakref.WeakSet = weakref.WeakSet()
 def _stop_live_supervisors() -> None:  # the kernel is shutting down: take the workers along
     for process in list(_live_supervisors):
         if process.poll() is None:
-            process.kill()
+            process.terminate()  # it stops its workers and sweeps what they started
 
 
 class Session:
@@ -76,6 +75,8 @@ class Session:
         self.finished: set[int] = set()
         self.ready: set[int] = set()
         self.failures: list[tuple[int, str, bool]] = []  # (worker, why, killed by a signal)
+        self.server_losses: list[tuple[int, str, float]] = []  # (process, how, when)
+        self.flights: dict[int, _flight.Record] = {}  # each worker's last flight record
         self.stderr: list[str] = []
         self.readers: list[threading.Thread] = []
         self.closed = False
@@ -140,7 +141,7 @@ class Session:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=env,
+            env={**env, protocol.RUN_MARKER: str(self.run_dir)},
             text=True,
         )
         _live_supervisors.add(process)
@@ -211,14 +212,45 @@ class Session:
             return False
         how = _procs.describe_exit(message.returncode)
         self.record.exits[worker] = how
+        self.server_losses.append((worker, how, self.elapsed()))
         self.emit(worker, "failed", text=how)
         return True
+
+    def _flight(self, message: protocol.Flight) -> None:
+        with contextlib.suppress(TypeError):
+            self.flights[message.worker] = _flight.Record(**message.record)
+
+    def _holdups(self) -> tuple[list[int], str]:
+        """Who holds the others up, from the workers' last flight records."""
+        if not self.flights:
+            return [], ""
+        records = [
+            (self.names[i], self.flights.get(i))
+            for i in range(self.cluster.num_processes)
+            if i not in self.absent and i not in self.finished
+        ]
+        culprits, text = _flight.holdups(records, time.time())
+        return [self.names.index(name) for name in culprits], text
 
     def _fatal(self, message: protocol.Fatal) -> None:
         raise ClusterError(f"the cluster could not be set up: {message.text}", self.record)
 
     def _done(self, message: protocol.Done | protocol.Stopped) -> bool:
         return True
+
+    def _swept(self, message: protocol.Swept) -> None:
+        self._note_left_running(message.processes)
+
+    def _note_left_running(self, processes: Sequence[str]) -> None:
+        new = [p for p in processes if p not in self.record.left_running]
+        self.record.left_running += new
+        if new and self.cluster.echo:
+            print(
+                f"[cluster] the run ended; {len(new)} process{'es' if len(new) > 1 else ''} "
+                f"the workers started {'were' if len(new) > 1 else 'was'} still running and "
+                f"{'were' if len(new) > 1 else 'was'} ended: {', '.join(new)}",
+                flush=True,
+            )
 
     def _network(self, message: protocol.Network) -> None:
         record = self.record
@@ -274,15 +306,29 @@ class Session:
                 self._handle(message)
 
     def _fail(self) -> None:
-        """A worker failed: stop the rest and raise, naming the first cause."""
+        """A worker failed: stop the rest and raise, naming the cause, not a victim."""
         self._settle(0.3)
-        worker, why, _ = next((f for f in self.failures if f[2]), self.failures[0])
+        if _culprits.rank(_culprits.first_cause(self.failures)) == 3:
+            self._settle(2.0)  # a victim's error: hear a little longer who else ended
+        worker, why, _ = _culprits.first_cause(self.failures)
+        culprit, cause = _culprits.blame(
+            (worker, why),
+            names=self.names,
+            addresses=self.record.addresses,
+            server_losses=self.server_losses,
+            holdups=self._holdups,
+            evidence=self.record.output.get(worker, ()),
+        )
         self._shutdown()
         exit_note = self.record.exits.get(worker, "")
         detail = why if why == exit_note or not exit_note else f"{why} ({exit_note})"
-        last = self._last_lines(worker)
+        last = self._last_lines(culprit)
+        if culprit != worker:
+            last += f"\n{self._last_lines(worker, who=self.names[worker]).strip()}"
         others = [
-            i for i in range(self.cluster.num_processes) if i != worker and i not in self.absent
+            i
+            for i in range(self.cluster.num_processes)
+            if i not in (worker, culprit) and i not in self.absent
         ]
         name = self.names[worker]
         if worker not in self.ready:
@@ -295,11 +341,14 @@ class Session:
             if self.cluster.num_ps
             else f"the other workers ({_names(others)})"
         )
+        stopped = f"; {stopped} were stopped" if others else ""
+        if why == "exit status 0":
+            detail = "it ended with exit status 0 before it finished, reporting no error"
         raise WorkerFailedError(
-            f"{name} failed: {detail}; {stopped} were "
-            f"stopped.{_heartbeat_hint(why, *self.record.output[worker])}{last}",
+            f"{cause}{name} failed: {detail}{stopped}."
+            f"{_culprits.heartbeat_hint(why, *self.record.output[worker])}{last}",
             self.record,
-            worker=worker,
+            worker=culprit,
         )
 
     def _watch_deadlines(self) -> None:
@@ -318,10 +367,12 @@ class Session:
                 self.record,
             )
         if self.timeout is not None and elapsed > self.timeout:
+            _, holdup = self._holdups()
             self._shutdown()
             raise ClusterTimeoutError(
                 f"the run took longer than timeout={self.timeout:g} s; every worker was "
-                f"stopped. Steps reached: {self._steps()}.",
+                f"stopped. Steps reached: {self._steps()}."
+                + (f" Who waited for whom: {holdup}" if holdup else ""),
                 self.record,
             )
 
@@ -345,12 +396,13 @@ class Session:
             for w in self.record.status.workers
         )
 
-    def _last_lines(self, worker: int) -> str:
+    def _last_lines(self, worker: int, who: str = "") -> str:
         lines = [line for line in self.record.output.get(worker, []) if line.strip()]
         if not lines:
-            return " It printed nothing."
+            return f" {who or 'It'} printed nothing."
         tail = "\n".join(f"    {line}" for line in lines[-_LAST_LINES:])
-        return f" Its last output:\n{tail}"
+        whose = f"{who}'s" if who else "Its"
+        return f" {whose} last output:\n{tail}"
 
     def _shutdown(self) -> None:
         """Stop every process of this run, within grace_seconds plus a little."""
@@ -371,6 +423,9 @@ class Session:
                 process.kill()  # its workers die with it (parent-death signal)
                 process.wait()
         self._drain_exits()
+        # The last sweep: anything of this run still running (its supervisor was killed
+        # before it could sweep, say) carries the run's variable.
+        self._note_left_running(_reaper.end_marked(protocol.RUN_MARKER, str(self.run_dir)))
         for reader in self.readers:  # they end at the pipes' end of file
             reader.join(timeout=2.0)
         for stream in (process.stdin, process.stdout, process.stderr):
@@ -389,6 +444,8 @@ class Session:
             if isinstance(message, protocol.Exit):
                 how = _procs.describe_exit(message.returncode)
                 self.record.exits.setdefault(message.worker, how)
+            elif isinstance(message, protocol.Swept):
+                self._note_left_running(message.processes)
             elif isinstance(message, protocol.Stopped):
                 return
 
@@ -417,24 +474,14 @@ _HANDLERS = {
     protocol.Spawned: Session._spawned,
     protocol.Output: Session._output,
     protocol.Event: Session._worker_event,
+    protocol.Flight: Session._flight,
     protocol.Listening: Session._listening,
     protocol.Exit: Session._exit,
+    protocol.Swept: Session._swept,
     protocol.Fatal: Session._fatal,
     protocol.Done: Session._done,
     protocol.Stopped: Session._done,
 }
-
-
-def _heartbeat_hint(*texts: str) -> str:
-    """Name the worker TensorFlow's coordination service found silent, if it did."""
-    why = "\n".join(texts)
-    match = re.search(r"stopped sending heartbeats\)?:?\s*/job:\w+/replica:\d+/task:(\d+)", why)
-    if not match:
-        return ""
-    return (
-        f" TensorFlow reports that worker {match.group(1)} stopped sending heartbeats: it was "
-        "frozen, overloaded or cut off, and the others could not go on without it."
-    )
 
 
 def _names(workers: Sequence[int]) -> str:

@@ -5,9 +5,11 @@ moves into a private network namespace (unless told to share the machine's netwo
 picks the ports, starts one worker process per task and forwards, as JSON lines on
 stdout, every line a worker prints, every event a worker reports and every exit.
 
-It never outlives its owner: the kernel kills it when the owner ends (PDEATHSIG), and
-end-of-file on stdin (the owner closed the pipe or died) kills every worker. Each
-worker is tied to the supervisor the same way.
+It never outlives its owner: the kernel signals it when the owner ends (PDEATHSIG), and
+end-of-file on stdin (the owner closed the pipe or died) stops every worker. Each worker
+is tied to the supervisor the same way. Whatever the workers start, at any depth, ends
+with the run: the supervisor adopts their orphans and sweeps its descendants once the
+workers have ended (:mod:`mirrorkit.cluster._reaper`).
 
 Started by the owner as a new Python process, it starts each worker as a new Python process
 too (``python -m mirrorkit.cluster._worker_main``), which imports TensorFlow again. Forked
@@ -28,9 +30,12 @@ import threading
 import time
 
 from mirrorkit._stderr import is_log_noise
-from mirrorkit.cluster import _forked, _procs, protocol
+from mirrorkit.cluster import _forked, _procs, _reaper, protocol
 
-_write_lock = threading.Lock()
+# Reentrant: SIGTERM's handler (stop) may run in the main thread while it holds either.
+_write_lock = threading.RLock()
+_ending = threading.RLock()  # one way out at a time: stop, or the owner found gone
+_current: Supervisor | None = None
 
 
 def send(message: protocol.SupervisorMessage) -> None:
@@ -39,8 +44,23 @@ def send(message: protocol.SupervisorMessage) -> None:
         try:
             sys.stdout.write(line)
             sys.stdout.flush()
+            return
         except (BrokenPipeError, ValueError):
-            os._exit(0)  # the owner is gone; the workers die with this process
+            pass
+    _abandoned()  # not holding the write lock: a stop under way may be writing
+
+
+def _abandoned() -> None:
+    """The owner is gone: end the workers and whatever they started, then leave."""
+    with _ending:
+        workers = list(_current.workers.values()) if _current else []
+        for process in workers:
+            with contextlib.suppress(OSError):
+                process.kill()
+        for process in workers:
+            process.wait()
+        _reaper.sweep()
+        os._exit(0)
 
 
 class Supervisor:
@@ -168,6 +188,9 @@ class Supervisor:
     def pump_events(self, index: int, read_fd: int) -> None:
         with os.fdopen(read_fd, "rb") as stream:
             for event in protocol.read_events(stream, index):
+                if isinstance(event, protocol.Flight):
+                    send(event)
+                    continue
                 send(protocol.Event(event))
                 if event.kind == "ready":
                     self.note_ready(index)
@@ -200,6 +223,10 @@ class Supervisor:
         self.stop()
 
     def stop(self) -> None:
+        with _ending:
+            self._stop()
+
+    def _stop(self) -> None:
         self.stopping.set()
         for process in self.workers.values():
             if process.poll() is None:
@@ -210,13 +237,19 @@ class Supervisor:
                 process.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 process.kill()
-        for index, process in self.workers.items():
-            send(protocol.Exit(index, process.wait()))
+        codes = {index: process.wait() for index, process in self.workers.items()}
+        swept = _reaper.sweep()  # before any message: the owner may be gone
+        for index, code in codes.items():
+            send(protocol.Exit(index, code))
+        if swept:
+            send(protocol.Swept(tuple(swept)))
         send(protocol.Stopped())
         os._exit(0)
 
     def wait(self) -> None:
         remaining = dict(self.workers)
+        workers = {process.pid for process in remaining.values()}
+        next_reap = time.monotonic() + 1.0
         while remaining:
             for index, process in list(remaining.items()):
                 code = process.poll()
@@ -225,18 +258,30 @@ class Supervisor:
                     for pump in self.pumps[index]:  # its last lines go out before its exit
                         pump.join(timeout=2.0)
                     send(protocol.Exit(index, code))
+            if time.monotonic() > next_reap:  # orphans that ended on their own
+                _reaper.reap(keep=workers)
+                next_reap = time.monotonic() + 1.0
             time.sleep(0.02)
+        swept = _reaper.sweep()
+        if swept:
+            send(protocol.Swept(tuple(swept)))
         send(protocol.Done())
 
 
 def main(run_dir: str, owner_pid: str, *, fork_workers: bool = False) -> None:
     """Run one cluster until the owner has read everything; ``owner_pid`` is the parent."""
-    _procs.die_with_parent(int(owner_pid))
-    supervisor = Supervisor(protocol.LaunchSpec.read(run_dir), fork_workers=fork_workers)
+    global _current
+    supervisor = _current = Supervisor(protocol.LaunchSpec.read(run_dir), fork_workers=fork_workers)
     signal.signal(signal.SIGTERM, lambda *_: supervisor.stop())
+    # The owner's end stops the workers and sweeps what they started, as a stop does.
+    _procs.die_with_parent(int(owner_pid), signal.SIGTERM)
+    _reaper.become_subreaper()
     try:
         supervisor.start()
     except Exception as error:  # report, then end: the owner raises it with context
+        for process in supervisor.workers.values():
+            process.kill()
+        _reaper.sweep()
         send(protocol.Fatal(f"{type(error).__name__}: {error}"))
         os._exit(2)
     threading.Thread(target=supervisor.watch_owner, daemon=True).start()

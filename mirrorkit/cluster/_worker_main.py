@@ -69,13 +69,15 @@ def main(run_dir: str, index: str) -> None:
 
 def _join_and_run(payload: dict, worker: int, channel, spec) -> object:
     """Join the cluster (the worker's own strategy), then run the payload with the context."""
+    from mirrorkit.cluster._flight import FlightRecorder
     from mirrorkit.cluster.events import WorkerEvent
     from mirrorkit.cluster.targets import run_target
     from mirrorkit.cluster.worker import WorkerContext
 
     started = time.perf_counter()
+    recorder = FlightRecorder(0, channel=channel)  # where it is, for naming who holds up whom
     context = WorkerContext.from_environment(
-        timeout_seconds=spec.collective_timeout, events=channel, fault=spec.fault_for(worker)
+        timeout_seconds=spec.collective_timeout, events=recorder, fault=spec.fault_for(worker)
     )
     # Joining installs TensorFlow's preemption notifier on SIGTERM, which leaves a worker
     # blocked in a collective running; the launcher's stop must end it at once.
@@ -88,11 +90,15 @@ def _join_and_run(payload: dict, worker: int, channel, spec) -> object:
             text=f"joined in {time.perf_counter() - started:.2f} s",
         )
     )
-    with context.as_current():
-        if payload["kind"] == "function":
-            return payload["function"](context, *payload["args"], **payload["kwargs"])
-        sys.argv = [payload["path"], *payload["args"]]
-        return run_target(payload["path"], context)
+    recorder.start("worker", worker, context.tf_config)
+    try:
+        with context.as_current():
+            if payload["kind"] == "function":
+                return payload["function"](context, *payload["args"], **payload["kwargs"])
+            sys.argv = [payload["path"], *payload["args"]]
+            return run_target(payload["path"], context)
+    finally:
+        recorder.stop()
 
 
 def _serve(worker: int, channel) -> None:

@@ -21,10 +21,11 @@ from functools import partial
 
 
 def main(owner_pid: str, socket_fd: str, idle_seconds: str) -> None:
-    from mirrorkit.cluster import _forked, _procs
+    from mirrorkit.cluster import _forked, _procs, _reaper
 
     _forked.name_process(_procs.WARM_NAME)
     _procs.die_with_parent(int(owner_pid))
+    _reaper.become_subreaper()  # a killed supervisor's workers, and theirs, come here
     channel = socket.socket(fileno=int(socket_fd))
     started = time.perf_counter()
     _import_everything()
@@ -58,13 +59,16 @@ def _import_everything() -> None:
 
 
 def _serve(channel: socket.socket, idle_seconds: float) -> None:
-    from mirrorkit.cluster import _forked
+    from mirrorkit.cluster import _forked, _reaper
 
     children: set[int] = set()
     last_request = time.monotonic()
     while True:
         readable, _, _ = select.select([channel], [], [], 0.2)
-        for pid, code in _reap(children):
+        ended = _reap(children)
+        if ended:  # what a killed supervisor left: its workers and what they started
+            _reaper.sweep(keep=children)
+        for pid, code in ended:
             _send(channel, {"exit": pid, "code": code})
         if readable:
             message, fds, _, _ = socket.recv_fds(channel, 65536, 3)
@@ -86,6 +90,7 @@ def _serve(channel: socket.socket, idle_seconds: float) -> None:
     for pid in children:  # their workers follow (parent-death signal)
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+    _reaper.sweep()
     os._exit(0)
 
 

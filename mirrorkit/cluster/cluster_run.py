@@ -34,6 +34,8 @@ class ClusterRun:
         status: The final :class:`mirrorkit.ClusterStatus`.
         output: Lines each worker printed.
         exits: How each worker's process ended (``"exit status 0"``, ``"killed by SIGKILL"``).
+        left_running: Processes the workers started (at any depth) that were still running
+            when the run ended; the launcher ended them (``"pid 123 (sleep 600)"``).
         start_seconds: From launch until every worker had joined (``None`` if never).
         wall_seconds: From launch until the last process ended.
         launch: How the processes were started: forked from the kernel's warm process
@@ -58,6 +60,7 @@ class ClusterRun:
     status: ClusterStatus | None = None
     output: dict[int, list[str]] = field(default_factory=dict)
     exits: dict[int, str] = field(default_factory=dict)
+    left_running: list[str] = field(default_factory=list)
     start_seconds: float | None = None
     wall_seconds: float | None = None
     launch: str = ""

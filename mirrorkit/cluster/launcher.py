@@ -373,7 +373,7 @@ class LocalCluster:
                 seed=self.seed,
                 collective_timeout=self.collective_timeout,
                 grace_seconds=self.grace_seconds,
-                env={**worker_env, **self.env},
+                env={**worker_env, **self.env, protocol.RUN_MARKER: str(run_dir)},
                 absent=tuple(absent),
                 fault=fault,
                 logical_devices=self.logical_devices,

@@ -31,6 +31,8 @@ EVENT_FD = "MIRRORKIT_EVENT_FD"
 SUPERVISOR_PID = "MIRRORKIT_SUPERVISOR_PID"
 #: In parameter-server mode, the chief's variable holding the server processes' ids (JSON).
 SERVER_PIDS = "MIRRORKIT_SERVER_PIDS"
+#: The environment variable every worker (and what it starts) inherits: the run's folder.
+RUN_MARKER = "MIRRORKIT_RUN"
 #: The launch spec's file name in the run's folder.
 SPEC_FILE = "spec.json"
 #: The pickled function or script the workers run, in the run's folder.
@@ -279,6 +281,18 @@ class Event:
 
 
 @dataclass(frozen=True)
+class Flight:
+    """Where a worker is: its flight record, sent once a second, to name who holds up whom.
+
+    ``record`` holds the fields of :class:`mirrorkit.cluster._flight.Record`.
+    """
+
+    type: ClassVar[str] = "flight"
+    worker: int
+    record: dict
+
+
+@dataclass(frozen=True)
 class Listening:
     """The listening sockets seen from the workers' network once all of them joined."""
 
@@ -293,6 +307,14 @@ class Exit:
     type: ClassVar[str] = "exit"
     worker: int
     returncode: int
+
+
+@dataclass(frozen=True)
+class Swept:
+    """Processes the workers started that were still running when the run ended, now ended."""
+
+    type: ClassVar[str] = "swept"
+    processes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -317,12 +339,26 @@ class Fatal:
     text: str
 
 
-SupervisorMessage = Network | Spawned | Output | Event | Listening | Exit | Stopped | Done | Fatal
+SupervisorMessage = (
+    Network | Spawned | Output | Event | Flight | Listening | Exit | Swept | Stopped | Done | Fatal
+)
 
 #: Wire name -> message class: the one table both ends use.
 MESSAGES: dict[str, type] = {
     cls.type: cls
-    for cls in (Network, Spawned, Output, Event, Listening, Exit, Stopped, Done, Fatal)
+    for cls in (
+        Network,
+        Spawned,
+        Output,
+        Event,
+        Flight,
+        Listening,
+        Exit,
+        Swept,
+        Stopped,
+        Done,
+        Fatal,
+    )
 }
 
 
@@ -391,17 +427,25 @@ class EventChannel:
 
     def send(self, event: WorkerEvent) -> None:
         """Send one event (thread-safe)."""
+        self._write(event.to_json())
+
+    def send_flight(self, record: dict) -> None:
+        """Send this worker's flight record (thread-safe), read back as a :class:`Flight`."""
+        self._write({"flight": record})
+
+    def _write(self, data: dict) -> None:
         if self._stream is None:
             return
         with self._lock:
-            self._stream.write(json.dumps(event.to_json()) + "\n")
+            self._stream.write(json.dumps(data) + "\n")
             self._stream.flush()
 
 
 def read_events(stream: Any, worker: int):
-    """Yield the :class:`~mirrorkit.WorkerEvent` lines a worker sent, stamped with its index.
+    """Yield the events a worker sent (its index stamped on each) and its flight records.
 
-    A line that is not an event (the worker wrote garbage to the descriptor) is skipped.
+    Each event line gives a :class:`~mirrorkit.WorkerEvent`, each record a :class:`Flight`;
+    a line that is neither (the worker wrote garbage to the descriptor) is skipped.
 
     Example:
         >>> import io
@@ -413,6 +457,9 @@ def read_events(stream: Any, worker: int):
     for raw in stream:
         try:
             data = json.loads(raw)
-            yield WorkerEvent.from_json({**data, "worker": worker})
-        except (ValueError, KeyError, TypeError):
+            if isinstance(data.get("flight"), dict):
+                yield Flight(worker, data["flight"])
+            else:
+                yield WorkerEvent.from_json({**data, "worker": worker})
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue

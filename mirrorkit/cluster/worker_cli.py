@@ -110,11 +110,13 @@ def _parent(args: argparse.Namespace, argv: list[str]) -> int:
     # TensorFlow holds the GIL while it waits for the cluster, and its preemption notifier
     # swallows SIGTERM from then on: no code in that process can keep a bound or obey
     # SIGTERM. This process, without TensorFlow, keeps both for its child, the worker.
+    # It also ends, with the worker, whatever the worker started (_reaper).
     import queue
 
-    from mirrorkit.cluster import protocol
+    from mirrorkit.cluster import _reaper, protocol
     from mirrorkit.cluster._flight import join_report
 
+    _reaper.become_subreaper()
     read_fd, write_fd = os.pipe()
     env = {
         **os.environ,
@@ -127,8 +129,9 @@ def _parent(args: argparse.Namespace, argv: list[str]) -> int:
     os.close(write_fd)
 
     def end(signum, frame) -> None:
+        # Not child.wait(): the main thread may be inside it, holding the lock it takes.
         child.kill()
-        child.wait()
+        _reaper.sweep()  # the worker, what it started, and their exits
         os._exit(128 + signum)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -138,7 +141,8 @@ def _parent(args: argparse.Namespace, argv: list[str]) -> int:
     def read() -> None:
         with os.fdopen(read_fd, "rb") as stream:
             for event in protocol.read_events(stream, 0):
-                events.put(event.kind)
+                if not isinstance(event, protocol.Flight):
+                    events.put(event.kind)
         events.put("closed")
 
     threading.Thread(target=read, name="mirrorkit-events", daemon=True).start()
@@ -152,9 +156,19 @@ def _parent(args: argparse.Namespace, argv: list[str]) -> int:
                 task = config.get("task", {})
                 job, index = task.get("type", "worker"), int(task.get("index", 0))
                 child.kill()
+                child.wait()
+                _reaper.sweep()
                 print(join_report(config, job, index, args.join_timeout), file=sys.stderr)
                 return 2
-    return child.wait()
+    code = child.wait()
+    left = _reaper.sweep()
+    if left:
+        print(
+            f"mirrorkit.worker: ended {len(left)} process{'es' if len(left) > 1 else ''} the "
+            f"worker started and left running: {', '.join(left)}",
+            file=sys.stderr,
+        )
+    return code
 
 
 def _child(args: argparse.Namespace) -> int:

@@ -437,7 +437,8 @@ def test_a_stalled_run_reports_every_workers_last_step_and_line(tmp_path):
         assert "worker 0 at" in err and "finished step 3" in err
         assert "now at stalls.py:" in err and "`step()`, inside tf.function 'step'" in err
         assert f"now at stalls.py:{line + 1} `time.sleep(3600)" in err
-        assert "Waiting for: worker 1 (not inside a TensorFlow call" in err
+        assert "Who waits for whom: worker 1 has not reached step 4's collectives" in err
+        assert "; worker 0 waits in them (now at stalls.py:" in err
         assert "Traceback" not in err
 
 

@@ -1,0 +1,146 @@
+"""Ending every process a run started, at any depth: a child subreaper and a sweep.
+
+A process that a worker starts can leave the worker's tree: it forks twice and its parent
+exits, or it starts a session of its own and ignores SIGTERM. Linux hands such an orphan
+to its nearest ancestor that asked to be a child subreaper, and to init if none did. The
+supervisor, the warm process and the worker command's parent ask (:func:`become_subreaper`),
+so what their workers start stays among their descendants, where :func:`sweep` ends it with
+SIGKILL, which no process can ignore. Should the supervisor itself be killed, the owner's
+last sweep finds the run's processes by the variable every worker inherits
+(:func:`end_marked`). Design notes: docs/design/cluster.md.
+
+Example:
+    >>> import subprocess
+    >>> from mirrorkit.cluster import _reaper
+    >>> shell = subprocess.Popen(["sh", "-c", "sleep 60; echo never"])
+    >>> import time; time.sleep(0.2)  # the shell starts its sleep
+    >>> [line.split(" (", 1)[1] for line in _reaper.sweep()]
+    ['sh -c sleep 60; echo never)', 'sleep 60)']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import signal
+import time
+from collections.abc import Collection
+from pathlib import Path
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Adopt the orphans of this process's descendants; whether Linux agreed."""
+    name = ctypes.util.find_library("c")
+    if not name:
+        return False
+    try:
+        return ctypes.CDLL(name, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _table() -> dict[int, tuple[int, str]]:
+    """Every process's parent pid and state letter, from one pass over /proc."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                table[int(entry.name)] = (int(fields[1]), fields[0])
+    return table
+
+
+def descendants(
+    root: int | None = None, keep: Collection[int] = (), table: dict | None = None
+) -> list[int]:
+    """The processes below ``root`` (this one by default), not entering those in ``keep``."""
+    table = _table() if table is None else table
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = [], [os.getpid() if root is None else root]
+    while todo:
+        for pid in children.get(todo.pop(), ()):
+            if pid not in keep:
+                found.append(pid)
+                todo.append(pid)
+    return sorted(found)
+
+
+def describe(pid: int) -> str:
+    """``"pid 123 (sleep 600)"``: a process and the start of its command line."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except (OSError, UnicodeDecodeError):
+        command = ""
+    command = command.strip() or "?"
+    return f"pid {pid} ({command[:60] + '...' if len(command) > 60 else command})"
+
+
+def reap(keep: Collection[int] = (), table: dict | None = None) -> None:
+    """Collect the exit of this process's ended children, except those in ``keep``.
+
+    The workers (in ``keep``) are waited for by their owners; the rest are orphans a
+    subreaper adopted, which would otherwise stay as zombies.
+    """
+    table = _table() if table is None else table
+    me = os.getpid()
+    for pid, (parent, state) in table.items():
+        if parent == me and state == "Z" and pid not in keep:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+
+
+def sweep(keep: Collection[int] = (), within: float = 5.0) -> list[str]:
+    """End every process below this one (not entering ``keep``) with SIGKILL, and reap them.
+
+    Repeats until none is left or ``within`` seconds have passed: a process killed between
+    two passes cannot start another, and its children come to this process (a subreaper)
+    or stay below a process that the next pass kills.
+
+    Returns:
+        What was still running when the sweep began (:func:`describe`).
+    """
+    ended: dict[int, str] = {}
+    deadline = time.monotonic() + within
+    while True:
+        table = _table()
+        below = descendants(keep=keep, table=table)
+        running = [pid for pid in below if table[pid][1] != "Z"]
+        for pid in running:
+            if pid not in ended:
+                ended[pid] = describe(pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        reap(keep, table)
+        if not running or time.monotonic() > deadline:
+            return [ended[pid] for pid in sorted(ended)]
+        time.sleep(0.01)
+
+
+def marked(variable: str, value: str) -> list[int]:
+    """This user's processes whose environment holds ``variable=value`` (read from /proc)."""
+    wanted = f"{variable}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with contextlib.suppress(OSError):
+                if wanted in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+    return sorted(found)
+
+
+def end_marked(variable: str, value: str) -> list[str]:
+    """End with SIGKILL every process :func:`marked` finds; what was running (:func:`describe`)."""
+    ended = []
+    table = _table()
+    for pid in marked(variable, value):
+        if table.get(pid, (0, "Z"))[1] != "Z":
+            ended.append(describe(pid))
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    return ended
