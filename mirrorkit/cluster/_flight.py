@@ -413,9 +413,10 @@ class FlightRecorder:
 
     def _publish(self) -> None:  # a thread
         if self._channel is not None:
-            while not self._stop.wait(1.0):
+            while True:
                 self._channel.send_flight(asdict(self.record()))
-            return
+                if self._stop.wait(1.0):
+                    return
         from tensorflow.python.eager import context
 
         key = _key(*self._task)

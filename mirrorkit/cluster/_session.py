@@ -310,7 +310,7 @@ class Session:
         self._settle(0.3)
         if _culprits.rank(_culprits.first_cause(self.failures)) == 3:
             self._settle(2.0)  # a victim's error: hear a little longer who else ended
-        worker, why, _ = _culprits.first_cause(self.failures)
+        worker, why, signalled = _culprits.first_cause(self.failures)
         culprit, cause = _culprits.blame(
             (worker, why),
             names=self.names,
@@ -344,6 +344,9 @@ class Session:
         stopped = f"; {stopped} were stopped" if others else ""
         if why == "exit status 0":
             detail = "it ended with exit status 0 before it finished, reporting no error"
+        if culprit == worker and _culprits.rank((worker, why, signalled)) <= 1:
+            step = self.record.status.workers[worker].step  # no traceback says where it was
+            detail += f" after step {step}" if step is not None else " before its first step"
         raise WorkerFailedError(
             f"{cause}{name} failed: {detail}{stopped}."
             f"{_culprits.heartbeat_hint(why, *self.record.output[worker])}{last}",

@@ -34,8 +34,12 @@ def run_with(fault: str, **options):
 @pytest.mark.parametrize(
     ("fault", "says"),
     [
-        ("killed", "failed: killed by SIGKILL"),
-        ("quiet exit", "failed: it ended with exit status 0 before it finished, reporting no"),
+        ("killed", "failed: killed by SIGKILL after step {last}; "),
+        (
+            "quiet exit",
+            "failed: it ended with exit status 0 before it finished, reporting no error after "
+            "step {last}; ",
+        ),
         ("error", "failed: ValueError: worker {culprit} cannot go on at step {step}"),
     ],
 )
@@ -50,7 +54,7 @@ def test_a_worker_that_leaves_is_named_with_how_it_ended(no_orphans, fault, says
     seed = f"seed {SEED}: worker {culprit} at step {step}"
     assert error.value.worker == culprit, f"{seed}: {message}"
     assert message.startswith(f"worker {culprit} ") or f"worker {culprit} failed" in message
-    assert says.format(culprit=culprit, step=step) in message, f"{seed}: {message}"
+    assert says.format(culprit=culprit, step=step, last=step - 1) in message, f"{seed}: {message}"
 
 
 def test_a_worker_that_never_reaches_an_all_reduce_is_named_not_its_waiting_peer(no_orphans):
