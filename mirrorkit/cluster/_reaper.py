@@ -1,21 +1,18 @@
 """Ending every process a run started, at any depth: a child subreaper and a sweep.
 
-A process that a worker starts can leave the worker's tree: it forks twice and its parent
-exits, or it starts a session of its own and ignores SIGTERM. Linux hands such an orphan
-to its nearest ancestor that asked to be a child subreaper, and to init if none did. The
-supervisor, the warm process and the worker command's parent ask (:func:`become_subreaper`),
-so what their workers start stays among their descendants, where :func:`sweep` ends it with
-SIGKILL, which no process can ignore. Should the supervisor itself be killed, the owner's
-last sweep finds the run's processes by the variable every worker inherits
-(:func:`end_marked`). Design notes: docs/design/cluster.md.
+Design notes: docs/design/cluster.md ("Nothing outlives its run").
 
 Example:
-    >>> import subprocess
+    >>> import os, signal, subprocess, time
     >>> from mirrorkit.cluster import _reaper
     >>> shell = subprocess.Popen(["sh", "-c", "sleep 60; echo never"])
-    >>> import time; time.sleep(0.2)  # the shell starts its sleep
-    >>> [line.split(" (", 1)[1] for line in _reaper.sweep()]
-    ['sh -c sleep 60; echo never)', 'sleep 60)']
+    >>> time.sleep(0.2)  # the shell starts its sleep
+    >>> [_reaper.describe(pid).split(" (", 1)[1] for pid in _reaper.descendants(shell.pid)]
+    ['sleep 60)']
+    >>> for pid in [*_reaper.descendants(shell.pid), shell.pid]:
+    ...     os.kill(pid, signal.SIGKILL)
+    >>> shell.wait()
+    -9
 """
 
 from __future__ import annotations

@@ -153,7 +153,8 @@ def _restore_fitting(checkpoint, prefix: str, reader) -> None:
         )
     found, counts = files.differences(checkpoint, reader)
     if found:
-        raise CheckpointMismatchError(_mismatch_message(checkpoint, prefix, found, counts))
+        shapes = reader.get_variable_to_shape_map()
+        raise CheckpointMismatchError(_mismatch_message(checkpoint, prefix, found, counts, shapes))
     try:
         checkpoint.restore(prefix).assert_consumed()
     except AssertionError as error:
@@ -162,7 +163,7 @@ def _restore_fitting(checkpoint, prefix: str, reader) -> None:
         ) from error
 
 
-def _mismatch_message(checkpoint, prefix: str, found, counts) -> str:
+def _mismatch_message(checkpoint, prefix: str, found, counts, shapes=None) -> str:
     import keras
     import tensorflow as tf
 
@@ -187,6 +188,8 @@ def _mismatch_message(checkpoint, prefix: str, found, counts) -> str:
     elif differing <= optimizers and others:
         top = sorted(differing)[0]
         lines.append(_optimizer_advice(children, top, counts[top], others, prefix))
+    elif len(differing) == 1 and _only_its_optimizer(children, found, *differing):
+        lines.append(_compiled_model_advice(children, *differing, prefix, shapes or {}))
     else:
         lines.append(
             "It was written by a different model: resume from the folder of this model's own "
@@ -216,6 +219,34 @@ def _optimizer_advice(children, top: str, counts, others, prefix: str) -> str:
         f"{type(optimizer).__name__} has {_slots(slots_here, weights)}. Restore the weights "
         f"alone with tf.train.Checkpoint({keep}).restore({prefix!r}).expect_partial() and "
         "start the optimizer fresh, or build the optimizer it was saved with."
+    )
+
+
+def _only_its_optimizer(children, found, top: str) -> bool:
+    """Whether every difference under ``top`` is in the optimizer that model carries."""
+    if getattr(children.get(top), "optimizer", None) is None:
+        return False
+    return all(d.path.startswith(f"{top}/optimizer/_variables/") for d in found)
+
+
+def _compiled_model_advice(children, top: str, prefix: str, shapes: dict) -> str:
+    # A compiled model carries its optimizer: Checkpoint(model=model) saves both.
+    model = children[top]
+    optimizer = model.optimizer
+    slots_here = sum(1 for v in optimizer.variables if len(v.shape) > 0)
+    slots_there = sum(
+        1
+        for key, shape in shapes.items()
+        if key.startswith(f"{top}/optimizer/_variables/") and len(shape) > 0
+    )
+    weights = len(model.trainable_variables)
+    return (
+        f"The weights fit; the optimizer the {top} carries does not. It was saved with an "
+        f"optimizer of {_slots(slots_there, weights)}; this {type(optimizer).__name__} has "
+        f"{_slots(slots_here, weights)}. To keep the weights and start the optimizer fresh, "
+        f"restore into the {top} before it is compiled (then it carries no optimizer): "
+        f"tf.train.Checkpoint({top}={top}).restore({prefix!r}).expect_partial(), then "
+        f"{top}.compile(...) with the new optimizer. Or build the optimizer it was saved with."
     )
 
 

@@ -118,6 +118,56 @@ def test_adam_into_sgd_with_momentum_is_refused_with_advice_that_works(
     assert int(step.numpy()) == 8
 
 
+def compiled(optimizer, hidden=(8,)):
+    keras.utils.set_random_seed(3)
+    model = keras.Sequential(
+        [keras.Input((4,)), *(keras.layers.Dense(n) for n in hidden), keras.layers.Dense(1)]
+    )
+    model.compile(optimizer=optimizer, loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def test_a_compiled_model_s_other_optimizer_is_named_and_the_advice_keeps_the_weights(
+    tmp_path, clear_message
+):
+    # Checkpoint(model=model) of a compiled model saves its optimizer through the model.
+    saved = compiled(keras.optimizers.Adam(0.01))
+    x = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")
+    saved.fit(x, x[:, :1], epochs=2, verbose=0)
+    folder = str(tmp_path / "run")
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=saved), folder, 1).save()
+    model = compiled(keras.optimizers.SGD(0.01, momentum=0.9))
+
+    with pytest.raises(mk.CheckpointMismatchError) as raised:
+        mk.restore_latest(tf.train.Checkpoint(model=model), folder)
+
+    message = str(raised.value)
+    clear_message(message, "ckpt-1", "the new optimizer")
+    assert "The weights fit; the optimizer the model carries does not." in message
+    assert "an optimizer of 8 slot variables, 2 per weight (as Adam keeps)" in message
+    assert "this SGD has 4 slot variables, 1 per weight" in message
+    assert f"tf.train.Checkpoint(model=model).restore('{folder}/ckpt-1').expect_partial()" in (
+        message
+    )
+    # The advice, followed: restore before compiling, then compile with the new optimizer.
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8), keras.layers.Dense(1)])
+    tf.train.Checkpoint(model=model).restore(f"{folder}/ckpt-1").expect_partial()
+    for mine, theirs in zip(model.weights, saved.weights, strict=True):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+    model.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9), loss="mse")
+    model.fit(x, x[:, :1], epochs=1, verbose=0)
+
+
+def test_a_compiled_model_with_one_more_layer_is_called_another_model(tmp_path):
+    saved = compiled(keras.optimizers.Adam(0.01))
+    folder = str(tmp_path / "run")
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=saved), folder, 1).save()
+    deeper = compiled(keras.optimizers.Adam(0.01), hidden=(8, 8))
+    with pytest.raises(mk.CheckpointMismatchError, match="written by a different model"):
+        mk.restore_latest(tf.train.Checkpoint(model=deeper), folder)
+
+
 def test_an_optimizer_not_built_yet_is_refused_saying_build_it(strategy, tmp_path, clear_message):
     folder = saved_folder(tmp_path, training_checkpoint(strategy))
     with strategy.scope():
