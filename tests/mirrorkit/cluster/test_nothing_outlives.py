@@ -63,7 +63,7 @@ def test_a_killed_worker_s_processes_end_with_the_run(tmp_path, no_orphans, warm
 def test_a_timeout_ends_what_the_workers_started(tmp_path, no_orphans):
     with pytest.raises(mk.ClusterTimeoutError):
         mk.LocalCluster(2, echo=False, start_timeout=60).run(
-            escape_then_train, args=(str(tmp_path),), kwargs={"then": "sleep"}, timeout=8
+            escape_then_train, args=(str(tmp_path),), kwargs={"then": "sleep"}, timeout=25
         )
     assert_gone(escapers(tmp_path, 2))
 
