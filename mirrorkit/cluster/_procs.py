@@ -67,19 +67,28 @@ def parent_of(pid: int) -> int | None:
     return None if stat is None else stat[1]
 
 
+def pids() -> list[int]:
+    """Every process id /proc lists (some may end while they are read)."""
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
+def process_table() -> dict[int, tuple[str, int]]:
+    """(state letter, parent pid) of every process, from one pass over /proc."""
+    return {pid: stat for pid in pids() if (stat := _stat(pid)) is not None}
+
+
+def command_line(pid: int | str) -> str | None:
+    """A process's command line, its arguments joined by spaces, or None if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return raw.replace(b"\0", b" ").decode(errors="replace")
+
+
 def processes_with(marker: str) -> list[int]:
     """Pids of live processes whose command line contains ``marker`` (reads /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline and is_running(int(entry.name)):
-            found.append(int(entry.name))
-    return sorted(found)
+    return sorted(pid for pid in pids() if marker in (command_line(pid) or "") and is_running(pid))
 
 
 def name_of(pid: int | str) -> str:

@@ -26,6 +26,8 @@ import time
 from collections.abc import Collection
 from pathlib import Path
 
+from mirrorkit.cluster import _procs
+
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -40,24 +42,13 @@ def become_subreaper() -> bool:
         return False
 
 
-def _table() -> dict[int, tuple[int, str]]:
-    """Every process's parent pid and state letter, from one pass over /proc."""
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                table[int(entry.name)] = (int(fields[1]), fields[0])
-    return table
-
-
 def descendants(
     root: int | None = None, keep: Collection[int] = (), table: dict | None = None
 ) -> list[int]:
     """The processes below ``root`` (this one by default), not entering those in ``keep``."""
-    table = _table() if table is None else table
+    table = _procs.process_table() if table is None else table
     children: dict[int, list[int]] = {}
-    for pid, (parent, _) in table.items():
+    for pid, (_, parent) in table.items():
         children.setdefault(parent, []).append(pid)
     found, todo = [], [os.getpid() if root is None else root]
     while todo:
@@ -70,11 +61,7 @@ def descendants(
 
 def describe(pid: int) -> str:
     """``"pid 123 (sleep 600)"``: a process and the start of its command line."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except (OSError, UnicodeDecodeError):
-        command = ""
-    command = command.strip() or "?"
+    command = (_procs.command_line(pid) or "").strip() or "?"
     return f"pid {pid} ({command[:60] + '...' if len(command) > 60 else command})"
 
 
@@ -84,9 +71,9 @@ def reap(keep: Collection[int] = (), table: dict | None = None) -> None:
     The workers (in ``keep``) are waited for by their owners; the rest are orphans a
     subreaper adopted, which would otherwise stay as zombies.
     """
-    table = _table() if table is None else table
+    table = _procs.process_table() if table is None else table
     me = os.getpid()
-    for pid, (parent, state) in table.items():
+    for pid, (state, parent) in table.items():
         if parent == me and state == "Z" and pid not in keep:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
@@ -105,9 +92,9 @@ def sweep(keep: Collection[int] = (), within: float = 5.0) -> list[str]:
     ended: dict[int, str] = {}
     deadline = time.monotonic() + within
     while True:
-        table = _table()
+        table = _procs.process_table()
         below = descendants(keep=keep, table=table)
-        running = [pid for pid in below if table[pid][1] != "Z"]
+        running = [pid for pid in below if table[pid][0] != "Z"]
         for pid in running:
             if pid not in ended:
                 ended[pid] = describe(pid)
@@ -123,20 +110,19 @@ def marked(variable: str, value: str) -> list[int]:
     """This user's processes whose environment holds ``variable=value`` (read from /proc)."""
     wanted = f"{variable}={value}".encode()
     found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
+    for pid in _procs.pids():
+        if pid != os.getpid():
             with contextlib.suppress(OSError):
-                if wanted in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
+                if wanted in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                    found.append(pid)
     return sorted(found)
 
 
 def end_marked(variable: str, value: str) -> list[str]:
     """End with SIGKILL every process :func:`marked` finds; what was running (:func:`describe`)."""
     ended = []
-    table = _table()
     for pid in marked(variable, value):
-        if table.get(pid, (0, "Z"))[1] != "Z":
+        if _procs.is_running(pid):
             ended.append(describe(pid))
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)

@@ -1,4 +1,4 @@
-"""Faults for the fault suite, injected by a worker into itself (no test imports here).
+"""What the cluster tests' workers run: faults they inject into themselves, a parameter-server run.
 
 Workers import this module (their function is pickled by reference), so it imports nothing
 of the tests' set-up.
@@ -28,8 +28,12 @@ def faulty(context, fault: str, culprit: int, at_step: int, steps: int = 8):
     return context.task_id
 
 
-def scheduled(context, steps: int = 40):
-    """A parameter-server run: one scheduled step at a time, reported, 0.2 s apart."""
+def schedule_steps(context, steps: int = 6, join_every: int = 3, pause: float = 0.0):
+    """Schedule steps on the workers of a ParameterServerStrategy; count them on the ps.
+
+    Every ``join_every`` steps the chief waits for them and reports the step, then pauses
+    ``pause`` seconds (the fault suite's time to kill a server between steps).
+    """
     import tensorflow as tf
 
     strategy = context.strategy
@@ -40,11 +44,22 @@ def scheduled(context, steps: int = 40):
     @tf.function
     def step():
         counter.assign_add(1)
-        return tf.constant(1.0)
+        return tf.constant(2.0)
 
+    results = []
     for i in range(1, steps + 1):
-        coordinator.schedule(step)
-        coordinator.join()
-        context.report(i)
-        time.sleep(0.2)
-    return int(counter.numpy())
+        results.append(coordinator.schedule(step))
+        if i % join_every == 0:
+            coordinator.join()
+            context.report(i, loss=1.0 / i)
+            time.sleep(pause)
+    coordinator.join()
+    print(f"{type(strategy).__name__} counted {int(counter.numpy())}")
+    return {
+        "strategy": type(strategy).__name__,
+        "device": counter.device,
+        "fetched": [float(r.fetch()) for r in results],
+        "count": int(counter.numpy()),
+        "chief": context.is_chief,
+        "workers": context.num_workers,
+    }

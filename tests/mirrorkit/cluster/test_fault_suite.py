@@ -13,7 +13,7 @@ import signal
 import pytest
 
 import mirrorkit as mk
-from tests.mirrorkit.cluster.faults import faulty, scheduled
+from tests.mirrorkit.cluster.faults import faulty, schedule_steps
 
 SEED = int(os.environ.get("MIRRORKIT_FAULT_SEED", "0"))
 
@@ -96,7 +96,10 @@ def test_a_killed_parameter_server_is_named_as_such(no_orphans):
 
     with pytest.raises(mk.WorkerFailedError) as error:
         mk.LocalCluster(2, num_ps=1, echo=False).run(
-            scheduled, on_event=kill_the_server, timeout=240
+            schedule_steps,
+            kwargs={"steps": 40, "join_every": 1, "pause": 0.2},
+            on_event=kill_the_server,
+            timeout=240,
         )
     message = str(error.value)
     assert error.value.worker == 3, message

@@ -24,6 +24,7 @@ from tests.conftest import (
     our_cluster_processes,
     wait_gone,
 )
+from tests.mirrorkit.cluster.faults import schedule_steps
 
 
 def count_steps(context, steps=4):
@@ -778,38 +779,6 @@ def test_a_plain_script_that_fails_fails_the_run(tmp_path, no_orphans):
 
 
 # -- parameter-server clusters ---------------------------------------------------------------
-
-
-def schedule_steps(context, steps=6):
-    """Schedule steps on the workers of a ParameterServerStrategy; count them on the ps."""
-    import tensorflow as tf
-
-    strategy = context.strategy
-    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-    with strategy.scope():
-        counter = tf.Variable(0, dtype=tf.int64)
-
-    @tf.function
-    def step():
-        counter.assign_add(1)
-        return tf.constant(2.0)
-
-    results = []
-    for i in range(1, steps + 1):
-        results.append(coordinator.schedule(step))
-        if i % 3 == 0:
-            coordinator.join()
-            context.report(i, loss=1.0 / i)
-    coordinator.join()
-    print(f"{type(strategy).__name__} counted {int(counter.numpy())}")
-    return {
-        "strategy": type(strategy).__name__,
-        "device": counter.device,
-        "fetched": [float(r.fetch()) for r in results],
-        "count": int(counter.numpy()),
-        "chief": context.is_chief,
-        "workers": context.num_workers,
-    }
 
 
 def test_parameter_server_cluster_runs_steps_on_its_workers(no_orphans, capsys):
