@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 
 from mirrorkit._stderr import is_log_noise
 from mirrorkit.cluster import _forked, _procs, _reaper, protocol
@@ -268,11 +269,24 @@ class Supervisor:
         send(protocol.Done())
 
 
+def stop_elsewhere(supervisor: Supervisor, *_) -> threading.Thread:
+    """SIGTERM's handler: stop on a thread of its own, never in the signal's frame.
+
+    The handler runs in the main thread between two of its bytecodes, perhaps inside a
+    worker's reaping lock; a stop begun there would wait for that lock, or for a stop
+    already under way (the owner's end closes stdin as its death signal arrives) which
+    waits for it in turn.
+    """
+    thread = threading.Thread(target=supervisor.stop, name="stop", daemon=True)
+    thread.start()
+    return thread
+
+
 def main(run_dir: str, owner_pid: str, *, fork_workers: bool = False) -> None:
     """Run one cluster until the owner has read everything; ``owner_pid`` is the parent."""
     global _current
     supervisor = _current = Supervisor(protocol.LaunchSpec.read(run_dir), fork_workers=fork_workers)
-    signal.signal(signal.SIGTERM, lambda *_: supervisor.stop())
+    signal.signal(signal.SIGTERM, partial(stop_elsewhere, supervisor))
     # The owner's end stops the workers and sweeps what they started, as a stop does.
     _procs.die_with_parent(int(owner_pid), signal.SIGTERM)
     _reaper.become_subreaper()

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -173,3 +174,28 @@ def test_the_worker_command_ends_what_its_worker_started(tmp_path, then):
         assert f"pid {pids[0]} (" in stderr and "left running" in stderr
     else:
         assert worker.returncode == 128 + signal.SIGTERM, stderr
+
+
+def test_the_supervisor_stops_outside_the_signal_frame():
+    # The owner's death closes the supervisor's stdin (one thread begins a stop) as its
+    # parent-death SIGTERM arrives; a handler that stopped in the signal's frame waited for
+    # that stop, which waited for a worker's reaping lock the interrupted frame held.
+    from mirrorkit.cluster import _supervisor
+
+    release, begun = threading.Event(), threading.Event()
+
+    class Stopping:
+        def stop(self):
+            begun.set()
+            release.wait(30)
+
+    handler = threading.Thread(
+        target=_supervisor.stop_elsewhere, args=(Stopping(), signal.SIGTERM, None)
+    )
+    handler.start()
+    handler.join(timeout=5)
+    try:
+        assert begun.wait(5), "the stop never began"
+        assert not handler.is_alive(), "the handler waited for the stop to finish"
+    finally:
+        release.set()
