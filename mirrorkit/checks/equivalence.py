@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
@@ -20,11 +21,20 @@ import numpy as np
 
 from mirrorkit._losses import per_example_loss as _resolve_loss
 from mirrorkit._validate import refuse, require_batch, require_callable, require_strategy
+from mirrorkit.checks import _logits
 from mirrorkit.checks._learner_runs import guarded, traced_learner_error
+from mirrorkit.checks._logits import from_logits_of
 from mirrorkit.checks._loss_causes import diagnose, fit, notes
 from mirrorkit.checks._steps import build_model, check_layers, flat_float64, gradient_ratio
 from mirrorkit.checks.result import NOT_ATTEMPTED
-from mirrorkit.checks.step_equivalence import NO_LOSS, StepEquivalence, WeightGradient
+from mirrorkit.checks.step_equivalence import (
+    FROM_LOGITS,
+    NO_LOSS,
+    OTHER,
+    REFERENCE_FROM_LOGITS,
+    StepEquivalence,
+    WeightGradient,
+)
 from mirrorkit.report.values import error_lines
 
 CALL = 'mk.check_step_equivalence(compute_loss, strategy, model_fn, batch, loss="mse")'
@@ -125,7 +135,10 @@ def check_step_equivalence(
     if isinstance(step, str):
         return _no_loss(step, strategy.num_replicas_in_sync, **tolerance)
     single = _single_device(tf, reference, per_example_loss, loss, x, y)
-    return _compare(tf, step, single, reference, per_example_loss, loss, **tolerance)
+    result = _compare(tf, step, single, reference, per_example_loss, loss, **tolerance)
+    if result.cause == OTHER and from_logits_of(loss) is not None:
+        return _other_reading(tf, result, step, reference, loss, (x, y))
+    return result
 
 
 def _arguments(tf, compute_loss, strategy, model_fn, batch):
@@ -472,3 +485,22 @@ def _compare(tf, step, single, reference, per_example_loss, loss, **tolerance):
         atol=atol,
         notes=notes(sizes, global_batch, n, mean_of_means, data_loss, cause, step.empty_loss),
     )
+
+
+def _other_reading(tf, result, step, reference, loss, batch):
+    """``result`` named again if the step is the reference read with the other from_logits.
+
+    Then either the learner or the reference misreads the outputs (docs/design/checks.md).
+    """
+    x, y = batch
+    other = _reference_gradients(tf, reference, _logits.flipped(loss), x, y)
+    data_grad, reg_grad = other[0], other[1]
+    matched = all(
+        np.allclose(a, d + r, rtol=result.rtol, atol=result.atol)
+        for a, d, r in zip(step.applied, data_grad, reg_grad, strict=True)
+    )
+    if not matched:
+        return result
+    learner_right, message = _logits.message(loss, reference(x, training=False))
+    cause = REFERENCE_FROM_LOGITS if learner_right else FROM_LOGITS
+    return dataclasses.replace(result, cause=cause, message=message, notes=())

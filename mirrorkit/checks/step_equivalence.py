@@ -29,6 +29,8 @@ REGULARIZATION_UNSCALED = "regularization not scaled by replicas"
 REGULARIZATION_MISSING = "regularization missing"
 REGULARIZATION_TWICE = "regularization scaled twice"
 OTHER = "other"
+FROM_LOGITS = "from_logits does not fit the model's outputs"
+REFERENCE_FROM_LOGITS = "the reference loss reads the outputs another way"
 # compute_loss gave no loss to differentiate (it failed, returned no scalar tensor, or a loss
 # that does not depend on the weights): nothing was compared.
 NO_LOSS = "compute_loss gave no loss to compare"

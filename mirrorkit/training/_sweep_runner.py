@@ -4,22 +4,65 @@ from __future__ import annotations
 
 import functools
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 
 from mirrorkit._validate import refuse
 
 
+def optimizer_maker(optimizer) -> Callable:
+    """``optimizer`` (a Keras optimizer's name, or a function of the learning rate) as a
+    function of the learning rate that returns a new optimizer; the same name gives the same
+    function, so that runs with it share their traced steps."""
+    import keras
+
+    write = 'optimizer=keras.optimizers.Adam (the class), or optimizer="adam"'
+    if isinstance(optimizer, keras.optimizers.Optimizer):
+        refuse(
+            "optimizer",
+            optimizer,
+            must="a name or a function that makes a new optimizer: every replica count "
+            "trains with one of its own",
+            write=f"{write}, or lambda rate: keras.optimizers.SGD(rate, momentum=0.9)",
+        )
+    if isinstance(optimizer, str):
+        return _named(optimizer.lower())
+    if not callable(optimizer):
+        refuse("optimizer", optimizer, must="a Keras optimizer's name or class", write=write)
+    return optimizer
+
+
+@functools.cache
+def _named(name: str) -> Callable:
+    import keras
+
+    try:
+        keras.optimizers.get(name)
+    except ValueError:
+        refuse(
+            "optimizer",
+            name,
+            must="the name of a Keras optimizer",
+            write='optimizer="sgd", "adam", "rmsprop" or "adamw"',
+            error=ValueError,
+        )
+    return lambda rate: keras.optimizers.get(
+        {"class_name": name, "config": {"learning_rate": rate}}
+    )
+
+
 class Runner:
-    """One replica count's strategy, model, SGD optimizer and traced step, reused by runs.
+    """One replica count's strategy, model, optimizer and traced step, reused by runs.
 
     Tracing the step on eight replicas takes longer than training this chapter's task,
-    so runs with the same strategy, ``model_fn``, loss and batch share one traced step:
-    each run puts back ``model_fn()``'s starting weights, sets the optimizer's step
-    count to 0 and its learning rate, so a run starts exactly as on a new model.
+    so runs with the same strategy, ``model_fn``, loss, batch and optimizer share one
+    traced step: each run puts back ``model_fn()``'s starting weights and every variable
+    of the optimizer as it was built (its step count and its slots), then sets its
+    learning rate, so a run starts exactly as on a new model.
     """
 
-    def __init__(self, devices, model_fn, loss_fn, per_replica):
+    def __init__(self, devices, model_fn, loss_fn, per_replica, make_optimizer):
         import keras
         import tensorflow as tf
 
@@ -36,10 +79,18 @@ class Runner:
                     got=f"one that returned {type(model).__name__}",
                     write="`return model` at its end",
                 )
-            optimizer = keras.optimizers.SGD(0.1)
+            optimizer = make_optimizer(0.1)
+            if not isinstance(optimizer, keras.optimizers.Optimizer):
+                refuse(
+                    "optimizer",
+                    must="a function of the learning rate that returns a new Keras optimizer",
+                    got=f"one that returned {type(optimizer).__name__}",
+                    write="optimizer=lambda rate: keras.optimizers.SGD(rate, momentum=0.9)",
+                )
             optimizer.build(model.trainable_variables)
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
         self.initial = model.get_weights()
+        self.initial_state = [variable.numpy() for variable in optimizer.variables]
 
         def replica_step(x_r, y_r):
             with tf.GradientTape() as tape:
@@ -60,7 +111,8 @@ class Runner:
         import tensorflow as tf
 
         self.model.set_weights(self.initial)
-        self.optimizer.iterations.assign(0)
+        for variable, value in zip(self.optimizer.variables, self.initial_state, strict=True):
+            variable.assign(value)
         dataset = (
             tf.data.Dataset.from_tensor_slices((x, y))
             .batch(self.global_batch, drop_remainder=True)
@@ -77,18 +129,19 @@ class Runner:
         return losses, final
 
 
-# model_fn -> {(devices, loss, per_replica_batch): Runner}; forgotten with model_fn.
+# model_fn -> {(devices, loss, per_replica_batch, optimizer): Runner}; forgotten with model_fn.
 _RUNNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def runner_for(devices, model_fn, loss, loss_fn, per_replica) -> Runner:
-    """The :class:`Runner` of these devices, ``model_fn``, loss and batch: reused, or new."""
+def runner_for(devices, model_fn, loss, loss_fn, per_replica, make_optimizer) -> Runner:
+    """The :class:`Runner` of these devices, ``model_fn``, loss, batch and optimizer:
+    reused, or new."""
     try:
-        key = (tuple(devices), loss, per_replica)
+        key = (tuple(devices), loss, per_replica, make_optimizer)
         hash(key)
         runners = _RUNNERS.setdefault(model_fn, {})
     except TypeError:  # an unhashable loss or model_fn: no reuse
-        return Runner(devices, model_fn, loss_fn, per_replica)
+        return Runner(devices, model_fn, loss_fn, per_replica, make_optimizer)
     if key not in runners:
-        runners[key] = Runner(devices, model_fn, loss_fn, per_replica)
+        runners[key] = Runner(devices, model_fn, loss_fn, per_replica, make_optimizer)
     return runners[key]

@@ -80,6 +80,7 @@ class ScalingSweep(Reported):
         scale_learning_rate: Whether the rate was multiplied by the replica count.
         window: Examples per point of the curves.
         num_examples: Examples in the data set (after dropping a last partial batch).
+        optimizer: The optimizer's class name, e.g. ``"SGD"`` or ``"Adam"``.
 
     Example:
         >>> from mirrorkit.training.scaling import ScalingCurve, ScalingSweep
@@ -89,7 +90,7 @@ class ScalingSweep(Reported):
         ...                    base_learning_rate=0.1, scale_learning_rate=False, window=64,
         ...                    num_examples=64))
         ... # doctest: +NORMALIZE_WHITESPACE
-        same learning rate 0.1 at every replica count: 8 examples per replica, 1 epoch of 64
+        same learning rate 0.1 at every replica count, SGD: 8 examples per replica, 1 epoch of 64
         replicas  global batch  steps  learning rate  warm-up steps  final loss
         1         8             8      0.1            0              0.5
         final loss: the mean loss over all 64 examples after training.
@@ -102,6 +103,7 @@ class ScalingSweep(Reported):
     scale_learning_rate: bool
     window: int
     num_examples: int
+    optimizer: str = "SGD"
 
     def report(self) -> Report:
         """The runs as a table: replicas, global batch, steps, learning rate, final loss."""
@@ -119,7 +121,8 @@ class ScalingSweep(Reported):
             lines.append(Line("a final loss of nan or inf: that run diverged.", tone="warn"))
         return Report(
             headline=(
-                f"{rule}: {self.per_replica_batch} examples per replica, {epochs} of "
+                f"{rule}, {self.optimizer}: {self.per_replica_batch} examples per replica, "
+                f"{epochs} of "
                 f"{self.num_examples}",
             ),
             columns=(
@@ -196,12 +199,14 @@ def run_scaling_sweep(
     scale_learning_rate: bool = False,
     warmup_steps: int = 0,
     window: int | None = None,
+    optimizer="sgd",
 ) -> ScalingSweep:
-    """Train ``model_fn()`` with SGD on ``data`` at every replica count; record the losses.
+    """Train ``model_fn()`` on ``data`` at every replica count; record the losses.
 
     For each ``k`` in ``replica_counts`` the run makes ``MirroredStrategy(devices[:k])``
     (through :func:`mirrorkit.make_strategy`, which keeps strategies in one process
-    apart), builds the model and a plain SGD optimizer inside its scope, and trains a
+    apart), builds the model and a new optimizer (plain SGD unless ``optimizer`` says
+    otherwise) inside its scope, and trains a
     custom loop: each replica's loss is ``tf.nn.compute_average_loss`` over the global
     batch ``k * per_replica_batch``, and ``apply_gradients`` sums the replicas'
     gradients. Every run sees the same examples in the same order, ``epochs`` times,
@@ -209,9 +214,9 @@ def run_scaling_sweep(
 
     Tracing the step takes longer than training a small task, so calls with the same
     ``model_fn``, ``loss``, devices and ``per_replica_batch`` reuse each replica count's
-    model and traced step: every run first puts back the weights of the first
-    ``model_fn()`` and sets the optimizer's step count to 0, so it starts exactly as a
-    new model would.
+    model, optimizer and traced step: every run first puts back the weights of the first
+    ``model_fn()`` and every variable of the optimizer (its step count, and the slots of
+    Adam or momentum), so it starts exactly as a new model would.
 
     Args:
         devices: Device names, e.g. what :func:`mirrorkit.simulate_replicas` returned;
@@ -231,6 +236,10 @@ def run_scaling_sweep(
             ``learning_rate`` (see :func:`linear_scaling_schedule`).
         window: Examples per point of the curves; ``None`` means the largest global
             batch, so that every curve has a point at the same examples.
+        optimizer: A Keras optimizer's name (``"sgd"``, ``"adam"``), or a function of the
+            learning rate that returns a new optimizer, such as ``keras.optimizers.Adam`` or
+            ``lambda rate: keras.optimizers.SGD(rate, momentum=0.9)``: every replica count
+            needs one of its own. The sweep sets its learning rate at every step.
 
     Returns:
         A :class:`ScalingSweep`.
@@ -253,7 +262,7 @@ def run_scaling_sweep(
         (4, (8, 16, 24, 32))
     """
     from mirrorkit._losses import per_example_loss
-    from mirrorkit.training._sweep_runner import runner_for
+    from mirrorkit.training._sweep_runner import optimizer_maker, runner_for
 
     counts, devices, (x, y), window = _sweep_set_up(
         devices,
@@ -267,19 +276,15 @@ def run_scaling_sweep(
         warmup_steps=warmup_steps,
         window=window,
     )
+    make_optimizer = optimizer_maker(optimizer)
     loss_fn = per_example_loss(loss)
-    curves = tuple(
-        _train(
-            runner_for(devices[:k], model_fn, loss, loss_fn, per_replica_batch),
-            x,
-            y,
-            epochs,
-            learning_rate,
-            scale_learning_rate,
-            warmup_steps,
-            window,
-        )
+    runners = [
+        runner_for(devices[:k], model_fn, loss, loss_fn, per_replica_batch, make_optimizer)
         for k in counts
+    ]
+    curves = tuple(
+        _train(runner, x, y, epochs, learning_rate, scale_learning_rate, warmup_steps, window)
+        for runner in runners
     )
     return ScalingSweep(
         curves=curves,
@@ -289,6 +294,7 @@ def run_scaling_sweep(
         scale_learning_rate=scale_learning_rate,
         window=window,
         num_examples=len(x),
+        optimizer=type(runners[0].optimizer).__name__,
     )
 
 

@@ -509,3 +509,50 @@ def test_the_fix_quotes_the_learners_own_loss(strategy, loss, quoted):
 
 def per_example_cross_entropy(y, logits):
     return keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
+
+
+def _probabilities_model():
+    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(5, activation="softmax")])
+
+
+def _as_probabilities(model, x, y):
+    per_example = keras.losses.sparse_categorical_crossentropy(y, model(x), from_logits=False)
+    return tf.nn.compute_average_loss(per_example, global_batch_size=8)
+
+
+@pytest.mark.parametrize(
+    "loss",
+    ["sparse_categorical_crossentropy", keras.losses.SparseCategoricalCrossentropy()],
+    ids=["name", "loss object"],
+)
+def test_a_right_logits_step_against_a_reference_without_from_logits_names_the_reference(
+    strategy, loss
+):
+    report = equivalence(strategy, classifier, cross_entropy, class_batch(), loss=loss)
+    assert not report.passed and report.cause == eq.REFERENCE_FROM_LOGITS
+    assert "it is the reference that differs" in report.message
+    assert "loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)" in report.message
+    fixed = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    assert equivalence(strategy, classifier, cross_entropy, class_batch(), loss=fixed).passed
+
+
+def test_a_step_reading_logits_as_probabilities_is_the_learner_s_mistake(strategy):
+    reference = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    report = equivalence(strategy, classifier, _as_probabilities, class_batch(), loss=reference)
+    assert report.cause == eq.FROM_LOGITS
+    assert "Your compute_loss reads the model's outputs with from_logits=False" in report.message
+    assert "use from_logits=True in compute_loss" in report.message
+
+
+def test_softmax_outputs_are_right_either_way_because_keras_reads_their_logits(strategy):
+    # Keras 3 takes a Softmax layer's input as the logits whatever from_logits says (with a
+    # warning for from_logits=True), so both readings give the same gradient here.
+    with pytest.warns(UserWarning, match="does not represent logits"):
+        report = equivalence(
+            strategy,
+            _probabilities_model,
+            cross_entropy,
+            class_batch(),
+            loss="sparse_categorical_crossentropy",
+        )
+    assert report.passed

@@ -179,6 +179,24 @@ WRONG_SWEEPS = [
     pytest.param(
         {"loss": "msee"}, ValueError, "loss", r"not a Keras loss name", id="loss misspelt"
     ),
+    pytest.param(
+        {"optimizer": "adma"}, ValueError, "optimizer", r'optimizer="sgd"', id="optimizer misspelt"
+    ),
+    pytest.param(
+        {"optimizer": keras.optimizers.Adam()},
+        TypeError,
+        "optimizer",
+        r"one of its own.*write optimizer=keras\.optimizers\.Adam",
+        id="an optimizer object",
+    ),
+    pytest.param(
+        {"optimizer": lambda rate: "adam"},
+        TypeError,
+        "optimizer",
+        r"returned str",
+        id="a function returning a name",
+    ),
+    pytest.param({"optimizer": 0.1}, TypeError, "optimizer", r"name or class", id="a number"),
 ]
 
 
@@ -209,3 +227,50 @@ def test_a_reused_step_starts_like_a_new_model(devices):
     assert again.curves == first.curves
     assert fresh.curves == warmed.curves
     assert warmed.curves != first.curves
+
+
+def test_another_optimizer_trains_as_a_plain_loop_and_starts_fresh_each_run(devices):
+    # A learner's first change: Adam. Each run must start from fresh slots, as a new
+    # optimizer would, although the traced step and its optimizer are reused.
+    first = run_scaling_sweep(
+        devices, _model_fn, _data(), loss="mse", replica_counts=(1,), optimizer="adam"
+    )
+    again = run_scaling_sweep(
+        devices, _model_fn, _data(), loss="mse", replica_counts=(1,), optimizer="Adam"
+    )
+    assert again.curves == first.curves and first.optimizer == "Adam"
+    assert str(first).startswith("same learning rate 0.1 at every replica count, Adam:")
+    x, y = _data()
+    model, optimizer = _model_fn(), keras.optimizers.Adam(0.1)
+    for _ in range(2):
+        for start in range(0, 64, 8):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(
+                    keras.losses.mean_squared_error(
+                        y[start : start + 8], model(x[start : start + 8])
+                    )
+                )
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+    final = float(np.mean(keras.losses.mean_squared_error(y, model(x))))
+    assert first.curves[0].final_loss == pytest.approx(final, rel=1e-5)
+    sgd = run_scaling_sweep(devices, _model_fn, _data(), loss="mse", replica_counts=(1,))
+    assert sgd.curves[0].final_loss != first.curves[0].final_loss
+
+
+def test_an_optimizer_made_by_a_function_of_the_rate(devices):
+    momentum = run_scaling_sweep(
+        devices,
+        _model_fn,
+        _data(),
+        loss="mse",
+        replica_counts=(1, 2),
+        optimizer=lambda rate: keras.optimizers.SGD(rate, momentum=0.9),
+        scale_learning_rate=True,
+    )
+    plain = run_scaling_sweep(
+        devices, _model_fn, _data(), loss="mse", replica_counts=(1, 2), scale_learning_rate=True
+    )
+    assert momentum.optimizer == "SGD"
+    assert [c.learning_rate for c in momentum.curves] == [0.1, pytest.approx(0.2)]
+    assert momentum.curves[0].final_loss != plain.curves[0].final_loss
