@@ -21,6 +21,8 @@ def main(run_dir: str, index: str) -> None:
     _procs.die_with_parent(int(os.environ[protocol.SUPERVISOR_PID]))
     run, worker = Path(run_dir), int(index)
     spec = protocol.LaunchSpec.read(run)
+    if spec.num_ps:
+        fail_fast_by_caller()  # while this process has one thread: setenv is not thread-safe
     from mirrorkit.cluster.events import WorkerEvent
 
     channel = protocol.EventChannel.from_environment()
@@ -101,6 +103,20 @@ def _join_and_run(payload: dict, worker: int, channel, spec) -> object:
         recorder.stop()
 
 
+def fail_fast_by_caller() -> str:
+    """Set GRPC_FAIL_FAST=use_caller in a parameter-server task, unless it is set; the value.
+
+    TensorFlow's parameter-server tutorial sets it on every task, the chief included. Each RPC
+    then fails at once or waits for its server as the TensorFlow code making it asks: the
+    calls that run steps fail at once with UnavailableError when a worker is gone (the
+    coordinator moves its steps to another worker), the first contact at start-up waits.
+    TensorFlow reads the variable at each RPC, and "use_caller" has been its default since its
+    RFC 355 (2021): in TensorFlow 2.21 setting it changes nothing, and it keeps this behaviour
+    where a build defaults otherwise. A value the user set (``"true"``, ``"false"``) is kept.
+    """
+    return os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
+
+
 def _serve(worker: int, channel) -> None:
     """A worker or parameter-server task: start its server and serve until the chief is done.
 
@@ -120,7 +136,8 @@ def _serve(worker: int, channel) -> None:
         start=True,
     )
     name = f"/job:{resolver.task_type}/replica:0/task:{resolver.task_id}"
-    channel.send(WorkerEvent(worker, "ready", devices=(name,), text=f"serving {name}"))
+    text = f"serving {name} ({_fail_fast_setting()})"
+    channel.send(WorkerEvent(worker, "ready", devices=(name,), text=text))
     sys.stdin.read()  # the supervisor closes it when the chief has finished
     del server
     return None
@@ -165,11 +182,19 @@ def _coordinate(payload: dict, channel, spec) -> object:
             0,
             "ready",
             devices=tuple(strategy.extended.worker_devices),
-            text=f"made ParameterServerStrategy in {time.perf_counter() - started:.2f} s",
+            text=(
+                f"made ParameterServerStrategy in {time.perf_counter() - started:.2f} s "
+                f"({_fail_fast_setting()})"
+            ),
         )
     )
     with context.as_current():
         return payload["function"](context, *payload["args"], **payload["kwargs"])
+
+
+def _fail_fast_setting() -> str:
+    """'GRPC_FAIL_FAST=<value>', for a parameter-server task's "ready" event."""
+    return f"GRPC_FAIL_FAST={os.environ.get('GRPC_FAIL_FAST', '')}"
 
 
 def _run_plain_script(payload: dict, worker: int, channel) -> None:
