@@ -58,8 +58,10 @@ class Session:
         timeout: float | None,
         absent: list[int],
         worker_env: dict[str, str],
+        tolerates_server_loss: bool = True,
     ) -> None:
         self.cluster = cluster
+        self.tolerates_server_loss = tolerates_server_loss  # False: a plain script's servers
         self.worker_env = worker_env
         self.run_dir = run_dir
         self.on_event = on_event
@@ -203,10 +205,13 @@ class Session:
         Its chief carries on (a ParameterServerStrategy's coordinator runs the steps on the
         workers left) or fails by itself (a parameter server is gone): the chief decides.
         The death may be heard after the chief finished: the supervisor reports exits in
-        its own time.
+        its own time. A plain script's server must serve until the chief is done: its end is
+        the run's failure.
         """
         worker = message.worker
         if not self.cluster.num_ps or worker == 0 or worker in self.finished:
+            return False
+        if not self.tolerates_server_loss:
             return False
         if worker not in self.ready and 0 not in self.ready:  # the cluster never formed
             return False

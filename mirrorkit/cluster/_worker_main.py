@@ -43,12 +43,14 @@ def main(run_dir: str, index: str) -> None:
         import cloudpickle
 
         payload = cloudpickle.loads((run / protocol.PAYLOAD_FILE).read_bytes())
-        if spec.num_ps and worker != 0:
+        if payload.get("joins_by_itself") and spec.num_ps and worker != 0:
+            result = _serve_plain_script(payload, worker, channel)
+        elif payload.get("joins_by_itself"):
+            result = _run_plain_script(payload, worker, channel)
+        elif spec.num_ps and worker != 0:
             result = _serve(worker, channel)
         elif spec.num_ps:
             result = _coordinate(payload, channel, spec)
-        elif payload.get("joins_by_itself"):
-            result = _run_plain_script(payload, worker, channel)
         else:
             result = _join_and_run(payload, worker, channel, spec)
         partial = run / f"{protocol.result_file(worker)}.partial"
@@ -215,6 +217,35 @@ def _run_plain_script(payload: dict, worker: int, channel) -> None:
     except SystemExit as end:  # sys.exit() or sys.exit(0) is a script's normal end
         if end.code not in (None, 0):
             raise
+
+
+def _serve_plain_script(payload: dict, worker: int, channel) -> None:
+    """A worker or parameter server running a plain parameter-server script.
+
+    The script starts its ``tf.distribute.Server`` and calls ``server.join()``, which never
+    returns; it runs on a thread of its own, and the task ends when the chief has finished
+    (the supervisor closes stdin), or with the script's error if it ends first.
+    """
+    import threading
+
+    ended, outcome = threading.Event(), []
+
+    def script() -> None:
+        try:
+            _run_plain_script(payload, worker, channel)
+        except BaseException as error:  # noqa: BLE001 - raised again in the main thread
+            outcome.append(error)
+        ended.set()
+
+    def chief_done() -> None:
+        sys.stdin.read()
+        ended.set()
+
+    threading.Thread(target=script, name="script", daemon=True).start()
+    threading.Thread(target=chief_done, name="stdin", daemon=True).start()
+    ended.wait()
+    if outcome:
+        raise outcome[0]
 
 
 def _one_line(error: BaseException) -> str:

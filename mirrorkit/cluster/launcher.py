@@ -289,7 +289,10 @@ class LocalCluster:
         runs it with TF_CONFIG set, and the script joins when it creates the strategy,
         exactly as ``python train.py`` would on a real cluster. The launcher then sees
         no steps, only its output and how it ended: ``fault`` needs a script that
-        reports, and ``start_timeout`` bounds only the processes' start.
+        reports, and ``start_timeout`` bounds only the processes' start. With parameter
+        servers (``num_ps``) only such a script runs: one that builds its own
+        ``ParameterServerStrategy`` on the chief and starts a ``tf.distribute.Server`` on
+        the other tasks; those serve until the chief's script has ended.
 
         Args:
             path: The script, optionally followed by ``:function``.
@@ -306,7 +309,8 @@ class LocalCluster:
             ValueError: If ``path`` is a folder, a notebook or not a ``.py`` file, or names a
                 function the script does not define; ``fault`` with a script that builds its
                 own strategy; ``timeout`` or ``fault`` as in :meth:`run`; the cluster has
-                parameter servers (use :meth:`run`). All before any process starts.
+                parameter servers and the script does not build its own strategy (use
+                :meth:`run`). All before any process starts.
             TypeError: If ``path`` is not a file name (a function: use :meth:`run`) or
                 ``args`` is a string instead of a list.
 
@@ -319,14 +323,6 @@ class LocalCluster:
         """  # noqa: E501
         write = "run_script('train.py') or run_script('train.py:train'); run a function with "
         require_path("path", path, write=write + "run(function)")
-        if self.num_ps:
-            refuse(
-                "num_ps",
-                self.num_ps,
-                must="0 for run_script (run_script runs MultiWorkerMirroredStrategy scripts)",
-                write="from train import train, then call run(train), which runs it on the chief",
-                error=ValueError,
-            )
         file, _, function = str(path).partition(":")
         problem = target_problem(file, function)
         if problem is not None:
@@ -335,12 +331,22 @@ class LocalCluster:
         example = shlex.split(args) if isinstance(args, str) else ["--epochs", "3"]
         args = require_items("args", args, write=f"args={example!r}", allow_empty=True)
         joins = not function and joins_by_itself(file)
+        if self.num_ps and not joins:
+            refuse(
+                "num_ps",
+                self.num_ps,
+                must="0 for a script that does not build its own ParameterServerStrategy "
+                "(with parameter servers, run_script runs plain TensorFlow scripts whose tasks "
+                "start their own tf.distribute.Server)",
+                write="from train import train, then call run(train), which runs it on the chief",
+                error=ValueError,
+            )
         if joins and fault is not None:
             refuse(
                 "fault",
                 fault,
                 must=f"left out for {Path(file).name}: it builds its own "
-                "MultiWorkerMirroredStrategy, so the launcher never sees its steps. Take the "
+                "multi-worker strategy, so the launcher never sees its steps. Take the "
                 "strategy from mirrorkit.current_context().strategy and call "
                 "current_context().report(step) after each step",
                 write=f"run_script({Path(file).name!r}) without fault=",
@@ -379,7 +385,8 @@ class LocalCluster:
                 logical_devices=self.logical_devices,
                 num_ps=self.num_ps,
             ).write()
-            session = Session(self, run_dir, on_event, timeout, absent, worker_env)
+            plain = bool(payload.get("joins_by_itself"))
+            session = Session(self, run_dir, on_event, timeout, absent, worker_env, not plain)
             return session.run()
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)

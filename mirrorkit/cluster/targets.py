@@ -71,12 +71,19 @@ def target_problem(file: str, function: str = "") -> tuple[type[Exception], str]
     )
 
 
-STRATEGY_CLASSES = ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy")
+STRATEGY_CLASSES = (
+    "MultiWorkerMirroredStrategy",
+    "CollectiveAllReduceStrategy",
+    "ParameterServerStrategy",
+    "ParameterServerStrategyV2",
+)
 
 
 def joins_by_itself(file: str | os.PathLike) -> bool:
-    """Whether a training script builds its own ``MultiWorkerMirroredStrategy``.
+    """Whether a training script builds its own multi-worker strategy.
 
+    That is ``MultiWorkerMirroredStrategy``, or ``ParameterServerStrategy`` (whose workers
+    and parameter servers start a ``tf.distribute.Server`` themselves in such a script).
     Such a script is plain TensorFlow: it reads TF_CONFIG and joins the cluster when it
     creates the strategy, so a worker must not join for it (collective ops can be set up
     only once per process). Found by reading the script, without running it.

@@ -845,7 +845,7 @@ def test_a_failing_chief_ends_a_parameter_server_run(no_orphans):
         ),
         pytest.param(
             lambda cluster: cluster.run_script(__file__),
-            r"run_script runs MultiWorkerMirroredStrategy scripts.*call run\(train\)",
+            r"does not build its own ParameterServerStrategy.*call run\(train\)",
             id="a script",
         ),
     ],
