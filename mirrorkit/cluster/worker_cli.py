@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"argument target: {args.target!r} {problem[1]}")
     if not function and joins_by_itself(file):
         parser.error(
-            f"argument target: {file} builds its own MultiWorkerMirroredStrategy, so it joins "
+            f"argument target: {file} builds its own multi-worker strategy, so it joins "
             f"the cluster by itself: run it as it is (python {file}, with TF_CONFIG set "
-            "on every worker), or take the worker's strategy from "
+            "on every task), or take the worker's strategy from "
             "mirrorkit.current_context().strategy to run it with mirrorkit.worker."
         )
     if args.port is not None and args.resolver != "slurm":

@@ -623,7 +623,7 @@ WRONG_SCRIPTS = [  # each a call(cluster of 2 workers, a folder holding train.py
         ),
         ValueError,
         "fault",
-        r"plain\.py: it builds its own MultiWorkerMirroredStrategy, so the launcher never sees "
+        r"plain\.py: it builds its own multi-worker strategy, so the launcher never sees "
         r"its steps\. Take the strategy from mirrorkit\.current_context\(\)\.strategy",
         id="a fault in a script that builds its own strategy",
     ),

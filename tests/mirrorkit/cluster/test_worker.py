@@ -518,8 +518,8 @@ WRONG_OPTIONS = [  # arguments after the target train.py:train (None: no target 
     pytest.param(
         ["plain.py"],
         "target",
-        r"plain\.py builds its own MultiWorkerMirroredStrategy, so it joins the cluster by "
-        r"itself: run it as it is \(python plain\.py, with TF_CONFIG set on every worker\)",
+        r"plain\.py builds its own multi-worker strategy, so it joins the cluster by "
+        r"itself: run it as it is \(python plain\.py, with TF_CONFIG set on every task\)",
         id="a script that builds its own strategy",
     ),
 ]
