@@ -43,9 +43,14 @@ def test_scaled_rate_closes_the_gap(devices):
 
 def test_one_replica_matches_a_plain_loop(devices):
     sweep = run_scaling_sweep(devices, _model_fn, _data(), loss="mse", replica_counts=(1,))
+    final = _plain_loop_final_loss(keras.optimizers.SGD(0.1))
+    assert sweep.curves[0].final_loss == pytest.approx(final, rel=1e-5)
+
+
+def _plain_loop_final_loss(optimizer):
+    """One device, two epochs of batches of 8 in order: the final mean loss over the data."""
     x, y = _data()
     model = _model_fn()
-    optimizer = keras.optimizers.SGD(0.1)
     for _ in range(2):
         for start in range(0, 64, 8):
             with tf.GradientTape() as tape:
@@ -57,7 +62,7 @@ def test_one_replica_matches_a_plain_loop(devices):
             grads = tape.gradient(loss, model.trainable_variables)
             optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
     final = float(np.mean(keras.losses.mean_squared_error(y, model(x))))
-    assert sweep.curves[0].final_loss == pytest.approx(final, rel=1e-5)
+    return final
 
 
 def test_schedule_warms_up_linearly_then_stays():
@@ -240,19 +245,7 @@ def test_another_optimizer_trains_as_a_plain_loop_and_starts_fresh_each_run(devi
     )
     assert again.curves == first.curves and first.optimizer == "Adam"
     assert str(first).startswith("same learning rate 0.1 at every replica count, Adam:")
-    x, y = _data()
-    model, optimizer = _model_fn(), keras.optimizers.Adam(0.1)
-    for _ in range(2):
-        for start in range(0, 64, 8):
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(
-                    keras.losses.mean_squared_error(
-                        y[start : start + 8], model(x[start : start + 8])
-                    )
-                )
-            grads = tape.gradient(loss, model.trainable_variables)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-    final = float(np.mean(keras.losses.mean_squared_error(y, model(x))))
+    final = _plain_loop_final_loss(keras.optimizers.Adam(0.1))
     assert first.curves[0].final_loss == pytest.approx(final, rel=1e-5)
     sgd = run_scaling_sweep(devices, _model_fn, _data(), loss="mse", replica_counts=(1,))
     assert sgd.curves[0].final_loss != first.curves[0].final_loss
