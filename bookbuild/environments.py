@@ -63,7 +63,7 @@ class Env:
     interpreter: Path
     lock: Path | None
     packages: tuple[str, ...] = field(
-        default=("-e", f"{ROOT}[book,test]", "-e", f"{ROOT / 'widgets'}[test]")
+        default=("-e", f"{ROOT}[book,labs,test]", "-e", f"{ROOT / 'widgets'}[test]")
     )
 
     def bin(self, name: str) -> Path:

@@ -2,7 +2,7 @@
 
 The job's environment holds what Colab preinstalls (:data:`HOSTED_BASE`, at the versions of
 ``requirements/colab.txt``) and not mirrorkit: each chapter's set-up cell must install it,
-from a clone of this working tree, and leave TensorFlow alone. Then the job installs the test
+from a clone of this working tree, and change nothing that was there. Then the job installs the test
 tools and runs the doctests and tests like the other Pythons' jobs.
 
 Example:
@@ -45,12 +45,12 @@ from bookbuild.shell import say
 # What the hosted environment holds before any chapter runs, as Colab has it (versions from
 # HOSTED_LOCK): TensorFlow and Keras at the low end of mirrorkit's range, the libraries the
 # widgets draw with, and a kernel to run notebooks. mirrorkit is not there: each chapter's
-# set-up cell must install it. COLAB_WIDGETS are Colab's own, which that install replaces.
+# set-up cell must install it, and change none of these (Colab's ipywidgets 7.7.1 included).
 HOSTED_BASE = (
     *("tensorflow", "keras", "numpy", "matplotlib", "traitlets", "cloudpickle", "graphviz"),
     *("protobuf", "h5py", "ipykernel", "nbclient", "nbformat"),
+    *("ipywidgets", "widgetsnbextension", "jupyterlab-widgets", "ipython-genutils", "notebook"),
 )
-COLAB_WIDGETS = ("ipywidgets==7.7.1", "widgetsnbextension==3.6.10")
 
 
 def hosted_job() -> Job:
@@ -61,7 +61,8 @@ def hosted_job() -> Job:
         'hosted execution'
     """
     what = (
-        f"Python {HOSTED_PYTHON}, colab.txt (Colab's TensorFlow and Keras): each chapter alone, "
+        f"Python {HOSTED_PYTHON}, colab.txt (Colab's TensorFlow, Keras, ipywidgets 7.7.1): each "
+        "chapter alone, "
         "its set-up cell installing mirrorkit from a clone of this tree; doctests, tests"
     )
     interpreter, how = find_python(HOSTED_PYTHON)
@@ -73,7 +74,6 @@ def hosted_job() -> Job:
 
     def set_up() -> None:
         ensure_env(env, fresh=True)  # fresh: the set-up cell must find mirrorkit missing
-        env.pip("--no-deps", *COLAB_WIDGETS, constrained=False)
 
     def test_tools() -> None:  # after the chapters: their set-up cells must find none of it
         env.pip(*(r for p in PYPROJECTS for r in optional_requirements(p, "book", "test")))

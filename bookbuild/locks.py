@@ -137,7 +137,7 @@ def dependency_names() -> list[str]:
             for pyproject in PYPROJECTS
             for requirement in [
                 *tomllib.loads(pyproject.read_text())["project"]["dependencies"],
-                *optional_requirements(pyproject, "book", "test"),
+                *optional_requirements(pyproject, "book", "labs", "test"),
             ]
         }
         - set(OUR_DISTRIBUTIONS)

@@ -112,16 +112,17 @@ def _installed_line(before: Mapping[str, str], after: Mapping[str, str]) -> str:
         f"mirrorkit {version('mirrorkit', after)} and mirrorbook-widgets "
         f"{version('mirrorbook-widgets', after)} are installed"
     )
-    frameworks = (("tensorflow", "TensorFlow"), ("keras", "Keras"))
+    frameworks = {"tensorflow": "TensorFlow", "keras": "Keras"}
     kept = [
         f"{label} {version(name, after)}"
-        for name, label in frameworks
+        for name, label in frameworks.items()
         if version(name, before) == version(name, after)
     ]
+    # Every distribution that was there before (ipywidgets, numpy, ...), not only the two.
     changed = [
-        f"{label} {version(name, before)} -> {version(name, after)}"
-        for name, label in frameworks
-        if version(name, before) != version(name, after)
+        f"{frameworks.get(_normalized(name), name)} {old} -> {version(_normalized(name), after)}"
+        for name, old in sorted(before.items(), key=lambda item: _normalized(item[0]))
+        if version(_normalized(name), after) != old
     ]
     if kept:
         line += f"; {' and '.join(kept)} left as installed"

@@ -76,6 +76,6 @@ def test_the_running_interpreter_is_found_and_a_missing_one_is_named():
 def test_environment_yml_is_conda_forge_only_and_installs_from_the_lock():
     text = (environments.ROOT / "environment.yml").read_text()
     assert re.search(r"channels:\n  - conda-forge\n(?!  -)", text)
-    for needed in ("python=3.11", "graphviz", "pip", "-e .[book,test]", "-e ./widgets[test]"):
+    for needed in ("python=3.11", "graphviz", "pip", "-e .[book,labs,test]", "-e ./widgets[test]"):
         assert needed in text
     assert f"-c {environments.LOCK.relative_to(environments.ROOT).as_posix()}" in text

@@ -62,3 +62,11 @@ def test_missing_dot_is_named_with_what_to_install(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # no dot, no apt-get
     lines = hosted.finish_setup(_installed(), install_dot=True)
     assert any("`dot` is missing" in line and "apt-get install graphviz" in line for line in lines)
+
+
+def test_any_replaced_preinstalled_package_is_said_by_name():
+    before = _installed()
+    before["ipywidgets"] = "7.7.1"  # as if pip had replaced Colab's widgets
+    line = hosted.finish_setup(before, install_dot=False)[0]
+    assert "pip changed ipywidgets 7.7.1 -> " in line, line
+    assert "TensorFlow" in line and "left as installed" in line  # TensorFlow itself was kept

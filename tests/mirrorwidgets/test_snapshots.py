@@ -31,3 +31,21 @@ def test_myst_nb_default_widget_javascript_comes_from_cdns():
     config = pytest.importorskip("myst_nb.core.config")
     urls = list(config.ipywidgets_js_factory())
     assert urls and all(url.startswith("https://") for url in urls)  # why nb_ipywidgets_js: {}
+
+
+def test_display_publishes_the_view_and_the_snapshot_on_this_ipywidgets(strategy):
+    # ipywidgets 8 displays through _repr_mimebundle_, Colab's 7.7.1 through _ipython_display_
+    # (which IPython prefers): either way a kernel publishes both, as a notebook stores them.
+    import ipywidgets
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    grid = ReplicaGrid(strategy.run(lambda: tf.constant(1.0)))
+    with capture_output() as captured:
+        display(grid)
+    (published,) = [output.data for output in captured.outputs]
+    assert published[WIDGET_VIEW]["model_id"] == grid.model_id, ipywidgets.__version__
+    assert published["text/html"] == grid.snapshot_html()
+    assert published["text/plain"].startswith("ReplicaGrid(")

@@ -14,15 +14,17 @@ Example:
 """
 
 import contextlib
+import importlib.metadata
 import sys
 
 import lazy_loader
 
 __version__ = "0.1.0"
 
-# Colab draws ipywidgets 8 through its custom widget manager, which a notebook must switch on
-# (anywidget and ipyleaflet do the same on import). Anywhere else this does nothing.
-if "google.colab" in sys.modules:
+# Colab draws its own ipywidgets 7.7.1 natively; ipywidgets 8, where a learner installed it,
+# only through its custom widget manager, which a notebook must switch on (anywidget and
+# ipyleaflet do the same on import). Anywhere else this does nothing.
+if "google.colab" in sys.modules and not importlib.metadata.version("ipywidgets").startswith("7."):
     with contextlib.suppress(ImportError, AttributeError):
         from google.colab import output
 

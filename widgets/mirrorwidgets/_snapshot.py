@@ -1,12 +1,32 @@
-"""Static snapshots: every widget also answers with HTML, for viewers without a kernel."""
+"""Static snapshots: every widget also answers with HTML, for viewers without a kernel.
+
+Works with ipywidgets 8 (which displays a widget through ``_repr_mimebundle_``) and with
+ipywidgets 7.7.1, the one Colab preinstalls (which displays it through ``_ipython_display_``
+and has no ``_repr_mimebundle_``): both show the live view and the same snapshot.
+
+Example:
+    >>> import ipywidgets
+    >>> class Note(SnapshotMixin, ipywidgets.HTML):
+    ...     def snapshot_html(self):
+    ...         return "<p>a note</p>"
+    >>> bundle = Note()._repr_mimebundle_()
+    >>> bundle["text/html"], "application/vnd.jupyter.widget-view+json" in bundle
+    ('<p>a note</p>', True)
+"""
 
 from __future__ import annotations
+
+import ipywidgets
+
+VIEW = "application/vnd.jupyter.widget-view+json"
+# ipywidgets 7 draws through _ipython_display_, which IPython prefers over _repr_mimebundle_.
+DISPLAYS_ITSELF = int(ipywidgets.__version__.split(".")[0]) < 8
 
 
 class SnapshotMixin:
     """Adds ``text/html`` (the widget's current state) next to the live widget view.
 
-    Front ends with a widget manager (JupyterLab, Notebook 7, VS Code, Colab) prefer the
+    Front ends with a widget manager (JupyterLab, Notebook, VS Code, Colab) prefer the
     widget view; nbconvert, GitHub and a built book fall back to the HTML.
     """
 
@@ -14,8 +34,27 @@ class SnapshotMixin:
         raise NotImplementedError
 
     def _repr_mimebundle_(self, **kwargs):
-        data = super()._repr_mimebundle_(**kwargs) or {}
+        parent = getattr(super(), "_repr_mimebundle_", None)
+        data = parent(**kwargs) if parent is not None else self._view_bundle()
+        data = data or {}
         if isinstance(data, tuple):  # (data, metadata)
             data = data[0]
         data["text/html"] = self.snapshot_html()
         return data
+
+    def _view_bundle(self) -> dict:
+        """What ipywidgets 7 displays for a widget: its repr and its view's model id."""
+        plain = repr(self)
+        data = {"text/plain": plain[:110] + "…" if len(plain) > 110 else plain}
+        if self._view_name is not None:
+            data[VIEW] = {"version_major": 2, "version_minor": 0, "model_id": self._model_id}
+        return data
+
+    if DISPLAYS_ITSELF:
+
+        def _ipython_display_(self, **kwargs):
+            from IPython.display import display
+
+            display(self._repr_mimebundle_(), raw=True)
+            if self._view_name is not None:
+                self._handle_displayed(**kwargs)
