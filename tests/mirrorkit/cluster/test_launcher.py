@@ -6,10 +6,8 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
-from pathlib import Path
 
 import keras
 import pytest
@@ -193,8 +191,16 @@ CHILD = textwrap.dedent(
 def start_owner(tmp_path, warm=True):
     script = tmp_path / "owner.py"
     script.write_text(CHILD.format(root=str(ROOT), warm=warm))
+    # Its run folders in a temporary folder of its own: any launch, in any job running beside
+    # this one, removes the folders of owners that ended from the folder it shares.
+    private = tmp_path / "tmp"
+    private.mkdir()
     owner = subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(private)},
     )
     OWNERS.add(owner.pid)
     deadline = time.monotonic() + 120
@@ -227,9 +233,10 @@ def test_owner_killed_takes_every_worker_along(tmp_path, no_orphans, warm):
     owner.wait()
     assert wait_gone(processes, within=10.0) == []
     # Its run folder (payload and spec) stays behind; the next launch removes it.
-    left = list(Path(tempfile.gettempdir()).glob(f"mirrorkit-cluster-{owner.pid}-*"))
+    private = tmp_path / "tmp"
+    left = list(private.glob(f"mirrorkit-cluster-{owner.pid}-*"))
     assert left
-    assert set(left) <= set(launcher._remove_stale_run_folders())
+    assert set(left) <= set(launcher._remove_stale_run_folders(str(private)))
     assert not any(path.exists() for path in left)
 
 
