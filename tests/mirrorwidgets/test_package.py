@@ -1,5 +1,7 @@
 import inspect as pyinspect
 
+import pytest
+
 import mirrorwidgets
 from tests.mirrorkit.test_devices import run_fresh
 
@@ -19,7 +21,9 @@ def test_import_does_not_start_tensorflow():
 
 
 COLAB = """
-import sys, types
+import importlib.metadata, sys, types
+installed = importlib.metadata.version  # this Colab's ipywidgets is {ipywidgets}
+importlib.metadata.version = lambda n: "{ipywidgets}" if n == "ipywidgets" else installed(n)
 calls = []
 google = types.ModuleType("google")
 colab = types.ModuleType("google.colab")
@@ -32,11 +36,13 @@ print(calls)
 """
 
 
-def test_in_colab_the_custom_widget_manager_is_switched_on():
-    # google.colab stands in as a module with the one function Colab offers for this.
-    result = run_fresh(COLAB)
+@pytest.mark.parametrize(("ipywidgets", "calls"), [("8.1.9", "['enabled']"), ("7.7.1", "[]")])
+def test_in_colab_the_custom_widget_manager_is_switched_on_for_ipywidgets_8(ipywidgets, calls):
+    # google.colab stands in as a module with the one function Colab offers for this; Colab
+    # draws its own ipywidgets 7.7.1 without it.
+    result = run_fresh(COLAB.replace("{ipywidgets}", ipywidgets))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "['enabled']"
+    assert result.stdout.strip() == calls
 
 
 def test_elsewhere_nothing_colab_is_touched():
