@@ -32,18 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bookbuild.grading.submission import ANSWER_TAGS  # noqa: E402
-from bookbuild.labs import LABS, exercises  # noqa: E402
+from bookbuild.labs import LABS, chapters_with_exercises, exercises  # noqa: E402
 from bookbuild.manifest import load_manifest  # noqa: E402
 
 LINE = re.compile(r"^\[grade\] \d+/\d+ (?P<student>\S+): \S+ \S+ in (?P<seconds>\d+) s")
-
-
-def chapter_of(which: str) -> dict:
-    """The manifest's chapter by number or stem."""
-    for number, chapter in enumerate(load_manifest()["chapters"], 1):
-        if which in (str(number), chapter["path"].stem, chapter["path"].name):
-            return chapter
-    raise SystemExit(f"no chapter {which!r}: give its number, e.g. 4")
 
 
 def answers_to_draw(chapter: dict) -> dict[int, list[tuple[str, str, int]]]:
@@ -98,7 +90,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1, help="draws the answers")
     known = parser.parse_args()
-    chapter = chapter_of(known.chapter)
+    (chapter,) = chapters_with_exercises(load_manifest(), [known.chapter])
     work = Path(tempfile.mkdtemp(prefix="grade-class-"))
     (work / "class").mkdir()
     expected = write_class(chapter, work / "class", known.count, known.seed)

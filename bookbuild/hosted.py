@@ -62,8 +62,8 @@ def hosted_job() -> Job:
     """
     what = (
         f"Python {HOSTED_PYTHON}, colab.txt (Colab's TensorFlow, Keras, ipywidgets 7.7.1): each "
-        "chapter alone, "
-        "its set-up cell installing mirrorkit from a clone of this tree; doctests, tests"
+        "chapter alone, its set-up cell installing mirrorkit from a clone of this tree; "
+        "doctests, tests"
     )
     interpreter, how = find_python(HOSTED_PYTHON)
     if interpreter is None:

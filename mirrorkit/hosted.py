@@ -105,24 +105,25 @@ def _normalized(name: str) -> str:
 
 
 def _installed_line(before: Mapping[str, str], after: Mapping[str, str]) -> str:
-    def version(name: str, versions: Mapping[str, str]) -> str | None:
-        return {_normalized(k): v for k, v in versions.items()}.get(name)
-
+    was = {_normalized(name): version for name, version in before.items()}
+    now = {_normalized(name): version for name, version in after.items()}
     line = (
-        f"mirrorkit {version('mirrorkit', after)} and mirrorbook-widgets "
-        f"{version('mirrorbook-widgets', after)} are installed"
+        f"mirrorkit {now.get('mirrorkit')} and mirrorbook-widgets "
+        f"{now.get('mirrorbook-widgets')} are installed"
     )
-    frameworks = {"tensorflow": "TensorFlow", "keras": "Keras"}
+    # How the message names a distribution: the two frameworks by label, the rest as pip does.
+    labels = {_normalized(name): name for name in before}
+    labels |= {"tensorflow": "TensorFlow", "keras": "Keras"}
     kept = [
-        f"{label} {version(name, after)}"
-        for name, label in frameworks.items()
-        if version(name, before) == version(name, after)
+        f"{labels[key]} {now.get(key)}"
+        for key in ("tensorflow", "keras")
+        if was.get(key) == now.get(key)
     ]
     # Every distribution that was there before (ipywidgets, numpy, ...), not only the two.
     changed = [
-        f"{frameworks.get(_normalized(name), name)} {old} -> {version(_normalized(name), after)}"
-        for name, old in sorted(before.items(), key=lambda item: _normalized(item[0]))
-        if version(_normalized(name), after) != old
+        f"{labels[key]} {was[key]} -> {now.get(key)}"
+        for key in sorted(was)
+        if now.get(key) != was[key]
     ]
     if kept:
         line += f"; {' and '.join(kept)} left as installed"
