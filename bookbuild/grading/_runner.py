@@ -133,8 +133,12 @@ class Runner:
         try:
             exec(self.code(step["source"], f"<chapter cell {step['cell']}>"), self.ns)
         except BaseException as error:
+            raised = f"{type(error).__name__}: {error}"[:250]
             raise CannotGrade(
-                f"chapter cell {step['cell']} raised {type(error).__name__}: {error}"[:400]
+                f"chapter cell {step['cell']}, the chapter's own code (from the answer key, not "
+                f"this submission), raised {raised} at seed {self.job['seed']} with "
+                f"{self.job['replicas']} replicas: grade this submission again with another "
+                "--seed, and report the seed to the book's authors"
             ) from None
         self.verify(f"chapter cell {step['cell']}")
 

@@ -3,11 +3,13 @@
 The fast tests look at what `dev.py labs` writes. The `grading` tests (the reference job
 only) grade every chapter with exercises through bookbuild.grading's sandboxed runner, in one
 grade_variants call per chapter at the manifest's replicas and the first of its
-grade_replicas, seed 7: the blank prompt scores zero ("not attempted yet"), the answer key
-passes, every plausible wrong answer of tests/book/variants/<chapter>.py fails with feedback
-naming the mistake and every differently written right answer passes. The verdicts are
-written to test-artifacts/labs/<chapter>.json. One more test runs chapter 1's student edition
-in a kernel: otter's grader.check, the learner's self-check, still scores it.
+grade_replicas, seed 7 (chapter 8 at a seed its earlier asserts failed at, see SEEDS; the
+chapter's own cells run at that seed too): the blank prompt scores zero ("not attempted
+yet"), the answer key passes, every plausible wrong answer of
+tests/book/variants/<chapter>.py fails with feedback naming the mistake and every differently
+written right answer passes. The verdicts are written to test-artifacts/labs/<chapter>.json.
+One more test runs chapter 1's student edition in a kernel: otter's grader.check, the
+learner's self-check, still scores it.
 """
 
 import importlib.util
@@ -32,6 +34,10 @@ pytestmark = [pytest.mark.book, pytest.mark.grading]
 CHAPTERS = [c for c in load_manifest()["chapters"] if c["exercises"]]
 IDS = [c["path"].stem for c in CHAPTERS]
 ARTIFACTS = ROOT / "test-artifacts" / "labs"
+# The grader draws a seed per submission and runs the chapter's own cells at it, so they may
+# assert only what holds at every seed. Chapter 8's asserts once held at seed 42 and 7 only
+# (bench/scaling_seeds.py measures them at 36 seeds): it is graded here at one that broke them.
+SEEDS = {"08_scaling_the_batch": 1633161189}
 
 
 def variants(chapter) -> tuple[dict, dict]:
@@ -209,7 +215,8 @@ def test_grading_scores_the_blank_the_key_and_every_variant(chapter, labs):
         cases += [(number, f"wrong: {label}", code) for label, code, _ in wrong[number]]
         cases += [(number, f"right {i + 1}", code) for i, code in enumerate(right[number])]
     words = {(n, f"wrong: {label}"): word for n, items in wrong.items() for label, _, word in items}
-    choices = {"replicas": [chapter["replicas"], *chapter["grade_replicas"][:1]], "seed": 7}
+    seed = SEEDS.get(chapter["path"].stem, 7)
+    choices = {"replicas": [chapter["replicas"], *chapter["grade_replicas"][:1]], "seed": seed}
     started = time.monotonic()
     verdicts = grade_variants(lab, cases, choices=choices)  # the sandboxed runner, every case
     problems = []

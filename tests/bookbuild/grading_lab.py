@@ -31,10 +31,11 @@ SETUP = (
 )
 
 
-def _cells(answers: dict) -> list:
+def _cells(answers: dict, chapter_cells: tuple[str, ...] = ()) -> list:
     cells = [
         new_code_cell("REPLICAS = 2\nSEED = 0", metadata={"tags": ["parameters"]}),
         new_code_cell(SETUP),
+        *map(new_code_cell, chapter_cells),
     ]
     for number in (1, 2):
         cells += [
@@ -45,11 +46,11 @@ def _cells(answers: dict) -> list:
     return cells
 
 
-def make_lab(folder: Path) -> SimpleNamespace:
-    """The lab: its chapter (with the Solutions block) and its program.json."""
+def make_lab(folder: Path, chapter_cells: tuple[str, ...] = ()) -> SimpleNamespace:
+    """The lab: its chapter (with the Solutions block, and these cells after its set-up)."""
     solutions = "\n\n".join(f"# Exercise {k}\n{code}" for k, code in KEY.items())
     block = f"<details>\n<summary>Solutions</summary>\n\n```python\n{solutions}\n```\n</details>"
-    chapter_nb = new_notebook(cells=[*_cells(BLANK), new_markdown_cell(block)])
+    chapter_nb = new_notebook(cells=[*_cells(BLANK, chapter_cells), new_markdown_cell(block)])
     path = Path(folder) / "tiny.ipynb"
     nbformat.write(chapter_nb, path)
     chapter = {"path": path, "replicas": 2, "seed": 0, "grade_replicas": [], "cell_timeout": 60}

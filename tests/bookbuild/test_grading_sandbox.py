@@ -67,3 +67,14 @@ def test_an_unreadable_notebook_is_an_error_row(lab, tmp_path):
     result = grade(lab, broken, choices={"replicas": [2], "seed": 0})
     assert result.status == "error" and "cannot be read" in result.detail
     assert result.total == (0.0, 2.0)
+
+
+def test_a_chapter_cell_that_fails_at_the_drawn_seed_is_the_chapters_error(tmp_path):
+    odd = lab_kit.make_lab(tmp_path, chapter_cells=("assert SEED % 2 == 0, 'an odd seed'",))
+    path = lab_kit.submission(tmp_path, "student", lab_kit.KEY[1], lab_kit.KEY[2])
+    result = grade(odd, path, choices={"replicas": [2], "seed": 3}, timeout=300)
+    assert result.status == "error", result
+    assert result.detail.startswith("chapter cell 2, the chapter's own code"), result.detail
+    assert "not this submission" in result.detail and "AssertionError: an odd seed" in result.detail
+    assert "at seed 3 with 2 replicas" in result.detail and "another --seed" in result.detail
+    assert grade(odd, path, choices={"replicas": [2], "seed": 4}, timeout=300).total == (2.0, 2.0)
