@@ -43,7 +43,7 @@ PYTHONS = ("3.11", "3.12", "3.13")
 REQUIREMENTS = ROOT / "requirements"
 LOCK = REQUIREMENTS / "lock.txt"
 HOSTED_LOCK = REQUIREMENTS / "colab.txt"
-HOSTED_PYTHON = "3.12"
+HOSTED_PYTHON = "3.13"
 UV = "uv==0.13.9"  # makes the lock files; only `dev.py lock` installs it
 OUR_DISTRIBUTIONS = ("mirrorkit", "mirrorbook-widgets")  # installed from this tree, not locked
 

@@ -171,18 +171,21 @@ def reference_job(book: Env, *, quick: bool = False) -> Job:
     return Job(name="reference", what=what, stages=stages, env=book)
 
 
-def python_job(version: str) -> Job:
+def python_job(version: str, parts: tuple[str, ...] = OTHER_JOBS_PARTS) -> Job:
     """Another supported Python at the lock: doctests, the unit tests and the chapters.
 
     Args:
         version: ``"3.13"``; an interpreter is found or installed (:func:`find_python`).
+        parts: The parts of the test suite it runs: only ``("chapters",)`` on the hosted
+            job's Python, whose job runs the unit tests there (at Colab's TensorFlow).
 
     Example:
         >>> python_job("3.99").detail  # doctest: +SKIP
         "Python 3.99: no interpreter: looked at python3.99 on PATH, ..."
     """
     name = f"python{version}"
-    what = f"Python {version}, lock.txt: doctests, tests (each chapter once)"
+    tests = "tests (each chapter once)" if "unit tests" in parts else "each chapter once"
+    what = f"Python {version}, lock.txt: doctests, {tests}"
     interpreter, how = find_python(version)
     if interpreter is None:
         return Job(name=name, what=what, detail=f"Python {version}: {how}")
@@ -190,8 +193,6 @@ def python_job(version: str) -> Job:
     stages = [
         Stage(name, "set-up", lambda: ensure_env(env), weight=weight(name, "set-up")),
         checked_stage(name, env, "doctests", "_doctests", after="set-up"),
-        *suite_stages(
-            name, env, OTHER_JOBS_PARTS, after="set-up", skip=OTHER_JOBS_SKIP, **OTHER_JOBS_ENV
-        ),
+        *suite_stages(name, env, parts, after="set-up", skip=OTHER_JOBS_SKIP, **OTHER_JOBS_ENV),
     ]
     return Job(name=name, what=what, stages=stages, env=env)

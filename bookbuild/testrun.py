@@ -29,6 +29,9 @@ LANES = 3  # the suite waits on kernels, clusters and a browser about half of th
 def test_jobs(book: Env, only: set[str] | None = None, quick: bool = False) -> list[Job]:
     """The reference job, one job per other supported Python, and the hosted (Colab) job.
 
+    Every supported Python runs the lock's TensorFlow: the unit tests on each but the hosted
+    job's, where that job runs them at Colab's TensorFlow, and every chapter on each.
+
     Args:
         book: The book's environment, the reference job's.
         only: The names of the jobs to run; the others are listed as not asked for.
@@ -43,7 +46,9 @@ def test_jobs(book: Env, only: set[str] | None = None, quick: bool = False) -> l
     if not quick:
         reference = interpreter_version(book.interpreter)
         for version in PYTHONS:
-            if version not in (reference, HOSTED_PYTHON):
+            if version == HOSTED_PYTHON:  # its unit tests run in the hosted job
+                jobs.append(python_job(version, parts=("chapters",)))
+            elif version != reference:
                 jobs.append(python_job(version))
         jobs.append(hosted_job())
     for job in jobs:

@@ -50,9 +50,14 @@ ALLOWANCES = {
     ("reference", "grading"): 720,
     ("reference", "browser"): 150,
     ("reference", "nbval"): 500,
+    ("python3.12", "set-up"): 240,
+    ("python3.12", "doctests"): 60,
+    ("python3.12", "unit tests"): 900,
+    ("python3.12", "chapters"): 400,
+    # The hosted job's Python (3.13) at the lock: its chapters (its unit tests are the hosted
+    # job's): the Python x TensorFlow job that RESERVED held 6.5 minutes for.
     ("python3.13", "set-up"): 240,
     ("python3.13", "doctests"): 60,
-    ("python3.13", "unit tests"): 900,
     ("python3.13", "chapters"): 400,
     ("hosted", "set-up"): 300,
     ("hosted", "hosted execution"): 600,
@@ -61,11 +66,10 @@ ALLOWANCES = {
     ("hosted", "chapters"): 80,
 }
 CI_CORES = 2  # CI's machine: the stages' CPU seconds over this bound its wall time below
-WALL_ALLOWANCE = 25 * 60  # seconds; with RESERVED, the README's promise of 35 minutes
-# Minutes of wall time kept free for the issues filed beside the time budget (35 - 25 = 10):
+WALL_ALLOWANCE = 29 * 60  # seconds; with RESERVED, the README's promise of 35 minutes
+# Minutes of wall time kept free for the issues filed beside the time budget (35 - 29 = 6):
 # a third of each one's expected stage seconds.
 RESERVED = {
-    "another Python x TensorFlow job (set-up, doctests, unit tests, chapters: ~1200 s)": 6.5,
     "a real Slurm job (cluster start, one training run, scancel: ~180 s)": 1,
     "the browser-lab site: its build and its browser test (~180 s)": 1,
     "stricter grading (more submissions, held-out answers: ~270 s)": 1.5,
@@ -299,7 +303,7 @@ def budget_report(times: dict) -> tuple[str, bool]:
         >>> print(text)
         job        stage  cpu s  seconds  allowance
         reference  lint       9       12         30
-        wall time             9     1900       1500  OVER
+        wall time             9     1900       1740  OVER
         >>> within
         False
     """
