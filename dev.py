@@ -36,6 +36,10 @@ USAGE = """mirrorbook's task runner. Needs only Python (3.11, 3.12 or 3.13) and 
                                 then the same tests on the other supported Pythons and at
                                 the oldest supported TensorFlow (Colab's), and a summary
     python3 dev.py lock         refresh requirements/*.txt (uv pip compile), not part of CI
+    python3 dev.py release V    set the book's version V everywhere: a release (0.2.0) points
+                                every chapter's set-up cell and Colab link at its tag v0.2.0,
+                                a development version (0.3.0.dev0) at the branch (README,
+                                "Releases")
     python3 dev.py test-latest  run the tests against the newest releases on the package
                                 index, ignoring the lock, and report what broke (not CI)
 
@@ -70,6 +74,8 @@ def main(argv: list[str]) -> None:
         status = run_tests(args, start)
     elif command == "lock":
         lock()
+    elif command == "release":
+        setup().dev("_release", *args)
     elif command == "test-latest":
         status = test_latest(setup(DOT, CHROMIUM))
     else:

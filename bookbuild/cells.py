@@ -38,7 +38,8 @@ def setup_source(manifest: dict) -> str:
     """The source of every chapter's ``hosted-setup`` cell.
 
     Where mirrorwidgets is missing (Colab, Kaggle, a fresh JupyterHub), the cell installs
-    mirrorkit and mirrorbook-widgets from the book's repository at the manifest's branch, both
+    mirrorkit and mirrorbook-widgets from the book's repository at the manifest's ref (its
+    branch, or the release's tag), both
     from the same commit, and leaves TensorFlow alone (its installed release is in the
     supported range); ``mirrorkit.hosted.finish_setup`` then checks graphviz's ``dot`` and
     whether the running kernel must restart. ``MIRRORBOOK_SOURCE`` installs from a fork or a
@@ -70,7 +71,7 @@ def setup_source(manifest: dict) -> str:
         "    import sys\n"
         "\n"
         "    before = {d.name: d.version for d in importlib.metadata.distributions()}\n"
-        f'    default = "git+{book["repository"]}@{book["branch"]}"\n'
+        f'    default = "git+{book["repository"]}@{book["ref"]}"\n'
         '    source = os.environ.get("MIRRORBOOK_SOURCE", default)\n'
         '    packages = [f"mirrorkit @ {source}", '
         'f"mirrorbook-widgets @ {source}#subdirectory=widgets"]\n'
@@ -83,7 +84,7 @@ def setup_source(manifest: dict) -> str:
 
 
 def colab_url(manifest: dict, chapter: dict) -> str:
-    """Where Colab opens a chapter: its notebook in the book's repository, at its branch.
+    """Where Colab opens a chapter: its notebook in the book's repository, at the manifest's ref.
 
     Args:
         manifest: What :func:`~bookbuild.manifest.load_manifest` returns.
@@ -101,7 +102,7 @@ def colab_url(manifest: dict, chapter: dict) -> str:
     book = manifest["book"]
     repository = book["repository"].removeprefix("https://github.com/")
     path = chapter["path"].relative_to(manifest["folder"]).as_posix()
-    return f"https://colab.research.google.com/github/{repository}/blob/{book['branch']}/{path}"
+    return f"https://colab.research.google.com/github/{repository}/blob/{book['ref']}/{path}"
 
 
 def colab_link_source(manifest: dict, chapter: dict) -> str:

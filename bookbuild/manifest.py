@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 from bookbuild import ROOT
+from bookbuild.release import book_version, source_ref
 
 MANIFEST = ROOT / "jupyter_book.toml"
 # A chapter's `nbval` setting -> the pytest flag that compares its outputs that way.
@@ -27,7 +28,8 @@ def load_manifest(path: Path = MANIFEST) -> dict:
         path: The manifest file; ``jupyter_book.toml`` at the top of the project by default.
 
     Returns:
-        ``{"book": the [book] table, branch defaulted to "main"; "source": the chapters'
+        ``{"book": the [book] table, branch defaulted to "main" and "ref" added (the branch,
+        or a release's tag: :func:`~bookbuild.release.source_ref`); "source": the chapters'
         folder; "chapters": one dict per chapter, in reading order, with its "path" added;
         "output": where the HTML is built; "folder": the manifest's own folder}``. A chapter's
         ``grade_replicas`` (the second grading run's replica counts) defaults to ``[2, 8]``.
@@ -57,6 +59,8 @@ def load_manifest(path: Path = MANIFEST) -> dict:
             f"https://github.com/OWNER/NAME (Colab opens notebooks from GitHub), got {repository!r}"
         )
     book.setdefault("branch", "main")
+    project = folder if (folder / "pyproject.toml").is_file() else ROOT
+    book["ref"] = source_ref(book_version(project), branch=book["branch"])
     return {
         "book": book,
         "source": source,

@@ -35,8 +35,9 @@ from bookbuild.grading.command import grade_command
 from bookbuild.jupyterbook import build_html
 from bookbuild.labs import chapters_with_exercises
 from bookbuild.manifest import load_manifest
+from bookbuild.release import release
 from bookbuild.rerun import run_again
-from bookbuild.shell import run
+from bookbuild.shell import run, say
 
 
 def run_task(command: str, args: Sequence[str] = ()) -> None:
@@ -53,7 +54,7 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
     and Keras versions for the test summary; ``_labs [CHAPTER ...]`` writes the student
     editions and autograders (build/labs/); ``_grade CHAPTER PATH ... [--timeout S] [--jobs N]
     [--seed N] [--out FOLDER]`` grades a class's notebooks side by side and writes grades.csv
-    and a feedback file per student.
+    and a feedback file per student; ``_release VERSION`` sets the book's version everywhere.
 
     Args:
         command: The task's name, with its leading underscore.
@@ -68,7 +69,7 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
         >>> run_task("_deploy")
         Traceback (most recent call last):
         ...
-        SystemExit: [dev] no task '_deploy'; the tasks are _execute, _claims, _html, _lint, _doctests, _suite, _nbval, _versions, _labs, _grade
+        SystemExit: [dev] no task '_deploy'; the tasks are _execute, _claims, _html, _lint, _doctests, _suite, _nbval, _versions, _labs, _grade, _release
     """  # noqa: E501
     if command not in TASKS:
         raise SystemExit(f"[dev] no task {command!r}; the tasks are {', '.join(TASKS)}")
@@ -158,6 +159,16 @@ def _versions(args: list[str]) -> None:
     print(sys.version.split()[0], version("tensorflow"), version("keras"))
 
 
+def _release(args: list[str]) -> None:
+    """Set the book's version everywhere (``dev.py release VERSION``): bookbuild/release.py."""
+    if len(args) != 1:
+        raise SystemExit("[dev] release: give one version, e.g. python3 dev.py release 0.2.0")
+    for path in release(args[0]):
+        say(f"release: wrote {path}")
+    ref = load_manifest()["book"]["ref"]
+    say(f"release: version {args[0]}; the chapters install from and open at {ref}")
+
+
 TASKS = {  # name -> function of the command-line arguments
     "_execute": _execute,
     "_claims": _claims,
@@ -169,4 +180,5 @@ TASKS = {  # name -> function of the command-line arguments
     "_versions": _versions,
     "_labs": _labs,
     "_grade": _grade,
+    "_release": _release,
 }

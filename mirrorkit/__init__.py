@@ -20,6 +20,6 @@ Example:
 
 import lazy_loader
 
-__version__ = "0.1.0"
+__version__ = "0.1.0.dev0"
 
 __getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

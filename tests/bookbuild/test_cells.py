@@ -29,17 +29,17 @@ def test_colab_links_and_set_up_follow_the_repository_setting(manifest):
     owner_name = repository.removeprefix("https://github.com/")
     assert colab_url(manifest, chapter) == (
         f"https://colab.research.google.com/github/{owner_name}/blob/"
-        f"{manifest['book']['branch']}/book/{chapter['file']}"
+        f"{manifest['book']['ref']}/book/{chapter['file']}"
     )
     assert f"({colab_url(manifest, chapter)})" in colab_link_source(manifest, chapter)
-    assert f'"git+{repository}@{manifest["book"]["branch"]}"' in setup_source(manifest)
+    assert f'"git+{repository}@{manifest["book"]["ref"]}"' in setup_source(manifest)
     readme = (ROOT / "README.md").read_text()
     assert colab_url(manifest, chapter) in readme, "the README links chapter 1 in Colab"
 
 
 def test_a_fork_gets_its_own_links_and_installs(manifest):
     fork = {**manifest, "book": {**manifest["book"], "repository": "https://github.com/me/fork"}}
-    fork["book"]["branch"] = "lesson-7"
+    fork["book"]["ref"] = "lesson-7"  # a branch of the fork (load_manifest: a dev version)
     chapter = fork["chapters"][1]
     assert colab_url(fork, chapter).startswith(
         "https://colab.research.google.com/github/me/fork/blob/lesson-7/book/"

@@ -4,6 +4,7 @@ import importlib.metadata
 
 import pytest
 
+import mirrorkit
 from mirrorkit import hosted
 
 TOPS = {"ipywidgets": ["ipywidgets"], "numpy": ["numpy"], "PIL": ["pillow"], "yaml": ["PyYAML"]}
@@ -38,7 +39,10 @@ def _installed() -> dict[str, str]:
 
 def test_nothing_changed_means_no_restart_and_tensorflow_left_alone(capsys):
     lines = hosted.finish_setup(_installed(), install_dot=False)
-    assert lines[0].startswith("mirrorkit 0.1.0 and mirrorbook-widgets 0.1.0 are installed")
+    version = mirrorkit.__version__
+    assert lines[0].startswith(
+        f"mirrorkit {version} and mirrorbook-widgets {version} are installed"
+    )
     assert "TensorFlow" in lines[0] and "left as installed" in lines[0]
     assert not any("Restart" in line for line in lines)
     assert capsys.readouterr().out.splitlines() == lines

@@ -6,9 +6,9 @@ first used (``lazy_loader``), so ``mirrorkit.simulate_replicas`` and
 ``mirrorkit.make_reproducible`` can still run first.
 
 Example:
-    >>> import mirrorwidgets
-    >>> mirrorwidgets.__version__
-    '0.1.0'
+    >>> import mirrorkit, mirrorwidgets
+    >>> mirrorwidgets.__version__ == mirrorkit.__version__  # one release, both packages
+    True
     >>> "ReplicaGrid" in mirrorwidgets.__all__
     True
 """
@@ -19,7 +19,7 @@ import sys
 
 import lazy_loader
 
-__version__ = "0.1.0"
+__version__ = "0.1.0.dev0"
 
 # Colab draws its own ipywidgets 7.7.1 natively; ipywidgets 8, where a learner installed it,
 # only through its custom widget manager, which a notebook must switch on (anywidget and
