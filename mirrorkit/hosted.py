@@ -125,6 +125,13 @@ def _installed_line(before: Mapping[str, str], after: Mapping[str, str]) -> str:
         for key in sorted(was)
         if now.get(key) != was[key]
     ]
+    # What pip added besides the two (their dependencies that were missing), by name.
+    added = [
+        f"{key} {now[key]}"
+        for key in sorted(set(now) - set(was) - {"mirrorkit", "mirrorbook-widgets"})
+    ]
+    if added:
+        line += f" (with {', '.join(added)})"
     if kept:
         line += f"; {' and '.join(kept)} left as installed"
     if changed:

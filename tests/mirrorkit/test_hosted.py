@@ -68,6 +68,14 @@ def test_missing_dot_is_named_with_what_to_install(monkeypatch, tmp_path):
     assert any("`dot` is missing" in line and "apt-get install graphviz" in line for line in lines)
 
 
+def test_what_pip_added_besides_the_two_packages_is_named():
+    before = _installed()
+    before.pop("lazy_loader", None), before.pop("lazy-loader", None)  # as if pip had added it
+    line = hosted.finish_setup(before, install_dot=False)[0]
+    assert line.startswith("mirrorkit ") and " (with lazy-loader " in line, line
+    assert "pip changed" not in line
+
+
 def test_any_replaced_preinstalled_package_is_said_by_name():
     before = _installed()
     before["ipywidgets"] = "0.0.1"  # as if pip had replaced the widgets that were there
