@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -135,11 +136,44 @@ def browser_tools():
 @pytest.fixture
 def jupyterlab(tmp_path):
     """A JupyterLab server on a free port with token auth, isolated dirs, killed afterwards."""
-    token = secrets.token_hex(24)
-    port = _free_port()
     root = tmp_path / "root"
     root.mkdir()
     (root / "widgets.ipynb").write_text(json.dumps(_notebook()))
+    with jupyter_server(tmp_path, "jupyterlab", "ServerApp", _lab_options) as server:
+        yield server
+
+
+def _lab_options(token: str, root: Path) -> list[str]:
+    return [
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.expose_app_in_browser=True",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+
+
+@contextlib.contextmanager
+def jupyter_server(
+    tmp_path: Path, app: str, config: str, options: Callable[[str, Path], list[str]]
+) -> Iterator[tuple[str, str]]:
+    """A Jupyter server, ``python -m app``, with token auth and isolated dirs, killed afterwards.
+
+    Args:
+        tmp_path: Its folders and log go here; it serves ``tmp_path / "root"``.
+        app: The module that runs it: ``jupyterlab``, or ``notebook`` (Notebook 6's own server).
+        config: The class its address options belong to: ``ServerApp`` (jupyter_server), or
+            ``NotebookApp`` (Notebook 6); they keep it on 127.0.0.1, at a free port.
+        options: ``options(token, root)``: its other command-line options, which must turn
+            the ``token`` on and serve ``root``.
+
+    Yields:
+        The server's base URL and its token.
+    """
+    token = secrets.token_hex(24)
+    port = _free_port()
+    root = tmp_path / "root"
+    root.mkdir(exist_ok=True)
     env = {
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
@@ -150,39 +184,29 @@ def jupyterlab(tmp_path):
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "TF_CPP_MIN_LOG_LEVEL": "2",
     }
-    log = (tmp_path / "jupyterlab.log").open("w")
-    command = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        "--allow-root",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}",
-        "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--ServerApp.shutdown_no_activity_timeout=600",
-    ]
+    log_path = tmp_path / f"{app}.log"
+    log = log_path.open("w")
+    command = [sys.executable, "-m", app, "--no-browser", "--allow-root"]
+    command += [f"--{config}.ip=127.0.0.1", f"--{config}.port={port}"]
+    command += [f"--{config}.port_retries=0", f"--{config}.shutdown_no_activity_timeout=600"]
     server = subprocess.Popen(
-        command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        [*command, *options(token, root)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + SERVER_START_TIMEOUT
         while True:
             if server.poll() is not None:
-                pytest.fail(
-                    f"JupyterLab exited early:\n{(tmp_path / 'jupyterlab.log').read_text()}"
-                )
+                pytest.fail(f"{app} exited early:\n{log_path.read_text()}")
             with contextlib.suppress(OSError, ValueError):
                 _get(f"{base}/api/status?token={token}", timeout=2)
                 break
             if time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not answer within {SERVER_START_TIMEOUT}s")
+                pytest.fail(f"{app} did not answer within {SERVER_START_TIMEOUT}s")
             time.sleep(0.5)
         yield base, token
     finally:
