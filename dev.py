@@ -15,6 +15,7 @@ import time
 # Standard-library-only imports at the top, like this file: docs/design/build.md.
 from bookbuild.environments import setup
 from bookbuild.locks import lock, test_latest
+from bookbuild.nextrelease import test_next
 from bookbuild.shell import say
 from bookbuild.system import CHROMIUM, DOT
 from bookbuild.tasks import TASKS, run_task
@@ -42,6 +43,8 @@ USAGE = """mirrorbook's task runner. Needs only Python (3.11, 3.12 or 3.13) and 
                                 "Releases")
     python3 dev.py test-latest  run the tests against the newest releases on the package
                                 index, ignoring the lock, and report what broke (not CI)
+    python3 dev.py test-next    the same against the next TensorFlow above the supported
+                                range (its keras-nightly and the keras release; not CI)
 
 `python3 dev.py test --jobs reference` runs only the first job, `--quick` only its lint,
 doctests and unit tests; the jobs' stages run side by side, `--lanes N` at once (default 3).
@@ -78,6 +81,8 @@ def main(argv: list[str]) -> None:
         setup().dev("_release", *args)
     elif command == "test-latest":
         status = test_latest(setup(DOT, CHROMIUM))
+    elif command == "test-next":
+        status = test_next(args)
     else:
         print(USAGE)
         raise SystemExit(0 if command in ("help", "-h", "--help") else 2)

@@ -42,6 +42,8 @@ LOCKS = (  # (input, output, Python, universal: one lock for every Python in PYT
     (REQUIREMENTS / "lock.in", LOCK, PYTHONS[0], True),
     (REQUIREMENTS / "colab.in", HOSTED_LOCK, HOSTED_PYTHON, False),
 )
+# A line of `dev.py _claims` that names a changed claim (bookbuild.claims.claim_changes).
+CLAIM_LINE = re.compile(r"^\S+\.ipynb cell \d+ ")
 
 
 def lock() -> None:
@@ -88,10 +90,9 @@ def test_latest(book: Env) -> int:
         [dev] newest releases against requirements/lock.txt (Python 3.11):
         ...
     """
-    env = Env(path=VENVS / "latest", interpreter=book.interpreter, lock=None, packages=())
-    ensure_env(env, fresh=True)
+    env = fresh_env(VENVS / "latest", book.interpreter)
     env.pip("--upgrade", "pip", "setuptools", *dependency_names())
-    env.pip("--no-deps", "--no-build-isolation", "-e", ROOT, "-e", ROOT / "widgets")
+    install_ours(env)
     ensure_env(book)  # what the lock gives this Python, to compare with
     pinned = installed(book.python)
     newer = [
@@ -99,20 +100,10 @@ def test_latest(book: Env) -> int:
         for name, version in installed(env.python).items()
         if name in pinned and pinned[name] != version
     ]
-    broke = []
     with tempfile.TemporaryDirectory(prefix="mirrorbook-latest-") as tmp:
-        for label, args in (("doctests", ["--doctest-modules", *DOCTESTED]), ("tests", ["tests"])):
-            report = Path(tmp) / f"{label}.xml"
-            subprocess.run(
-                pytest_command("-q", *args, f"--junitxml={report}", python=env.python),
-                cwd=ROOT,
-                env={**os.environ, **CHILD_ENV},
-            )
-            broke += failures_in(report, label)
-        try:  # every chapter, errors allowed: prints each claim that changed
-            env.dev("_claims", "--into", tmp)
-        except SystemExit:
-            broke.append("claims: some no longer hold, or a chapter failed (listed above)")
+        tests = pytest_command("-q", "tests", python=env.python)
+        suites = [("doctests", doctests_command(env)), ("tests", tests)]
+        broke, _ = check_environment(env, Path(tmp), suites)
     python = interpreter_version(book.interpreter)
     say(f"newest releases against requirements/lock.txt (Python {python}):")
     print("\n".join(f"  {line}" for line in newer) or "  (nothing newer than the lock)")
@@ -124,6 +115,102 @@ def test_latest(book: Env) -> int:
 test_latest.__test__ = False  # a command, not a test for pytest to collect
 
 
+def fresh_env(path: Path, interpreter: Path) -> Env:
+    """An empty virtual environment at ``path``, made again from nothing (no lock, no packages).
+
+    Example:
+        >>> fresh_env(VENVS / "latest", Path("/usr/bin/python3.12"))  # doctest: +SKIP
+    """
+    env = Env(path=path, interpreter=interpreter, lock=None, packages=())
+    ensure_env(env, fresh=True)
+    return env
+
+
+def install_ours(env: Env, *options: str) -> None:
+    """Install mirrorkit and mirrorbook-widgets from this tree, editable, without dependencies.
+
+    Args:
+        env: The environment, whose dependencies are already installed.
+        *options: More pip options (``--ignore-requires-python``).
+
+    Example:
+        >>> install_ours(Env(VENVS / "latest", Path("python3"), None))  # doctest: +SKIP
+    """
+    env.pip("--no-deps", "--no-build-isolation", *options, "-e", ROOT, "-e", ROOT / "widgets")
+
+
+def doctests_command(env: Env) -> list[str]:
+    """The doctests of :data:`~bookbuild.checks.DOCTESTED`, run by ``env``'s Python.
+
+    Example:
+        >>> doctests_command(Env(VENVS / "latest", Path("python3"), None))[-4:]
+        ['--doctest-modules', 'mirrorkit', 'widgets/mirrorwidgets', 'bookbuild']
+    """
+    return pytest_command("-q", "--doctest-modules", *DOCTESTED, python=env.python)
+
+
+def check_environment(
+    env: Env, folder: Path, suites: list[tuple[str, list]], extra_env: dict | None = None
+) -> tuple[list[str], list[str]]:
+    """Run pytest commands, then every chapter with errors allowed, in an environment.
+
+    Args:
+        env: The environment.
+        folder: Where the JUnit reports and the executed chapters go.
+        suites: ``(label, pytest command)`` pairs; each gets ``--junitxml`` added.
+        extra_env: More environment variables for the pytest commands.
+
+    Returns:
+        What broke (one line per failed test, per changed claim, or per failed command) and
+        the changed claims alone (:func:`bookbuild.claims.claim_changes`'s lines).
+
+    Example:
+        >>> broke, claims = check_environment(env, folder, [])  # doctest: +SKIP
+    """
+    broke = []
+    for label, command in suites:
+        report = folder / f"{label}.xml"
+        subprocess.run(
+            [*map(str, command), f"--junitxml={report}"],
+            cwd=ROOT,
+            env={**os.environ, **CHILD_ENV, **(extra_env or {})},
+        )
+        broke += failures_in(report, label)
+    status, output = run_teed([env.python, ROOT / "dev.py", "_claims", "--into", folder])
+    claims = [line for line in output.splitlines() if CLAIM_LINE.match(line)]
+    broke += [f"claim: {line}" for line in claims]
+    if status and not claims:
+        broke.append(f"claims: dev.py _claims failed with status {status} (output above)")
+    return broke, claims
+
+
+def run_teed(command: list) -> tuple[int, str]:
+    r"""Run a command from the top folder, printing its output as it comes; keep it too.
+
+    Returns:
+        Its exit status and what it printed (standard output and error, merged).
+
+    Example:
+        >>> import sys
+        >>> run_teed([sys.executable, "-c", "print('hello')"])
+        hello
+        (0, 'hello\n')
+    """
+    lines = []
+    with subprocess.Popen(
+        [str(part) for part in command],
+        cwd=ROOT,
+        env={**os.environ, **CHILD_ENV},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as process:
+        for line in process.stdout:
+            print(line, end="", flush=True)
+            lines.append(line)
+    return process.returncode, "".join(lines)
+
+
 def dependency_names() -> list[str]:
     """Every distribution both pyproject files require (with the book and test extras).
 
@@ -131,17 +218,35 @@ def dependency_names() -> list[str]:
         >>> "tensorflow" in dependency_names() and "mirrorkit" not in dependency_names()
         True
     """
-    return sorted(
-        {
-            re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
-            for pyproject in PYPROJECTS
-            for requirement in [
-                *tomllib.loads(pyproject.read_text())["project"]["dependencies"],
-                *optional_requirements(pyproject, "book", "labs", "test"),
-            ]
-        }
-        - set(OUR_DISTRIBUTIONS)
-    )
+    return sorted({requirement_name(r) for r in dependency_requirements()})
+
+
+def dependency_requirements() -> list[str]:
+    """Every requirement of both pyproject files (with the book, labs and test extras), as written.
+
+    Example:
+        >>> "jupyter-book==1.0.4" in dependency_requirements()
+        True
+    """
+    return [
+        requirement
+        for pyproject in PYPROJECTS
+        for requirement in [
+            *tomllib.loads(pyproject.read_text())["project"]["dependencies"],
+            *optional_requirements(pyproject, "book", "labs", "test"),
+        ]
+        if requirement_name(requirement) not in OUR_DISTRIBUTIONS
+    ]
+
+
+def requirement_name(requirement: str) -> str:
+    """The distribution a requirement names.
+
+    Example:
+        >>> requirement_name("tensorflow>=2.20.0,<2.22")
+        'tensorflow'
+    """
+    return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
 
 
 def installed(python: Path) -> dict[str, str]:
