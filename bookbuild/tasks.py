@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bookbuild import ROOT
@@ -156,7 +156,16 @@ def _run_all(commands: list[list[str]]) -> None:
 
 
 def _versions(args: list[str]) -> None:
-    print(sys.version.split()[0], version("tensorflow"), version("keras"))
+    keras = next((version(n) for n in ("keras", "keras-nightly") if _installed(n)), "none")
+    print(sys.version.split()[0], version("tensorflow"), keras)
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        version(distribution)
+    except PackageNotFoundError:
+        return False
+    return True
 
 
 def _release(args: list[str]) -> None:

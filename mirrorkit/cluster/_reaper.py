@@ -9,8 +9,8 @@ Example:
     >>> time.sleep(0.2)  # the shell starts its sleep
     >>> [_reaper.describe(pid).split(" (", 1)[1] for pid in _reaper.descendants(shell.pid)]
     ['sleep 60)']
-    >>> for pid in [*_reaper.descendants(shell.pid), shell.pid]:
-    ...     os.kill(pid, signal.SIGKILL)
+    >>> for pid in [shell.pid, *_reaper.descendants(shell.pid)]:  # the shell first: it cannot
+    ...     os.kill(pid, signal.SIGKILL)  # go on to its echo between the two kills
     >>> shell.wait()
     -9
 """
