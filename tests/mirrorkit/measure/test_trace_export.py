@@ -220,13 +220,16 @@ def test_keras_fit_exports_steps_without_input_wait(strategy):
     assert trace.profiled_steps == (1, 4)
     assert trace.input_wait_starts_s == trace.step_starts_s  # no input wait in fit
     tracks = validate_trace_events(trace.to_trace_events())
-    assert list(tracks) == [f"replica {r}" for r in range(strategy.num_replicas_in_sync)]
+    replicas = [f"replica {r}" for r in range(strategy.num_replicas_in_sync)]
+    # On a loaded machine the profiler can also leave an all-reduce op without a device (a
+    # clean-clone run here saw one): it gets a track of its own, never a replica's (next test).
+    assert list(tracks) in (replicas, [*replicas, "all-reduce (unattributed)"]), list(tracks)
     check_against(trace, tracks)
     assert not any(e["name"] == "input wait" for events in tracks.values() for e in events)
     # On a loaded machine the profiler can drop a profiled step's collective events (a CI run
     # once found none in step 4): all-reduce slices come only from profiled steps, and at least
     # one of them has its own.
-    for events in tracks.values():
+    for events in (tracks[name] for name in replicas):
         steps = {e["args"]["step"] for e in events if e["name"] == "all-reduce"}
         assert steps and steps <= {1, 4}, steps
 
