@@ -48,7 +48,7 @@ from bookbuild.shell import say
 # set-up cell must install it, and change none of these (Colab's ipywidgets 7.7.1 included).
 HOSTED_BASE = (
     *("tensorflow", "keras", "numpy", "matplotlib", "traitlets", "cloudpickle", "graphviz"),
-    *("protobuf", "h5py", "ipykernel", "nbclient", "nbformat"),
+    *("protobuf", "h5py", "lazy-loader", "ipykernel", "nbclient", "nbformat"),
     *("ipywidgets", "widgetsnbextension", "jupyterlab-widgets", "ipython-genutils", "notebook"),
 )
 
