@@ -133,8 +133,8 @@ def release(version: str, root: Path = ROOT, today: str | None = None) -> list[s
     from bookbuild.cells import colab_url, write_generated_cells
     from bookbuild.manifest import load_manifest
 
-    first = load_manifest(root / "jupyter_book.toml")["chapters"][0]
-    old_link = colab_url(load_manifest(root / "jupyter_book.toml"), first)
+    before = load_manifest(root / "jupyter_book.toml")
+    old_link = colab_url(before, before["chapters"][0])
     changed = set_version(version, root)
     manifest = load_manifest(root / "jupyter_book.toml")
     readme = root / "README.md"  # its "open chapter 1 in Colab" link

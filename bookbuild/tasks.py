@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -156,16 +157,15 @@ def _run_all(commands: list[list[str]]) -> None:
 
 
 def _versions(args: list[str]) -> None:
-    keras = next((version(n) for n in ("keras", "keras-nightly") if _installed(n)), "none")
-    print(sys.version.split()[0], version("tensorflow"), keras)
+    print(sys.version.split()[0], version("tensorflow"), _keras_version())
 
 
-def _installed(distribution: str) -> bool:
-    try:
-        version(distribution)
-    except PackageNotFoundError:
-        return False
-    return True
+def _keras_version() -> str:
+    """The installed Keras: the ``keras`` release, else ``keras-nightly`` (TensorFlow's own)."""
+    for distribution in ("keras", "keras-nightly"):
+        with contextlib.suppress(PackageNotFoundError):
+            return version(distribution)
+    return "none"
 
 
 def _release(args: list[str]) -> None:
