@@ -32,8 +32,9 @@ TMP = Path(tempfile.gettempdir()) / f"mirrorbook-test-{os.getpid()}"  # the stag
 UNIT_SHARDS = 2  # the unit tests are the longest part: two stages, balanced by durations.json
 # The chapters executed at other replica counts, the labs (built by dev.py in the book's
 # environment, then graded) and the browser tests (the same JupyterLab, Chromium and built
-# pages whatever the kernel's Python) need one job, not three.
-OTHER_JOBS_SKIP = "replica_counts or grading or browser"
+# pages whatever the kernel's Python) and the real Slurm's job (the workers' Python is the
+# job's own; what it tests is the scheduler's side) need one job, not three.
+OTHER_JOBS_SKIP = "replica_counts or grading or browser or slurm"
 OTHER_JOBS_PARTS = ("unit tests", "chapters")  # the parts of SUITE_PARTS left after the skip
 # Other jobs run each chapter's "Run All" once before its solutions (tests/book/test_rerun.py);
 # running it a second time in the same kernel tests re-running, which the reference job does.

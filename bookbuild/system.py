@@ -24,6 +24,13 @@ from bookbuild.shell import run, say
 # Programs the project needs from the system: (program, Debian package, what it is for).
 DOT = ("dot", "graphviz", "graphviz's `dot` draws the topology diagrams")
 CHROMIUM = ("chromium", "chromium", "Chromium runs the widgets' browser tests")
+# A real Slurm for tests/mirrorkit/cluster/test_slurm_job.py: a controller, nodes, munge.
+SLURM = (
+    ("slurmctld", "slurmctld", "Slurm's controller runs the tests' sbatch jobs"),
+    ("slurmd", "slurmd", "Slurm's node daemon runs the tests' jobs on two nodes"),
+    ("sbatch", "slurm-client", "sbatch submits the script slurm_script writes"),
+    ("munged", "munge", "munge authenticates Slurm's daemons to each other"),
+)
 
 
 def can_apt_get() -> bool:

@@ -19,7 +19,7 @@ from bookbuild.hosted import hosted_job
 from bookbuild.jobs import LOGS, TMP, Job, python_job, reference_job
 from bookbuild.lanes import run_stages
 from bookbuild.shell import say
-from bookbuild.system import CHROMIUM, DOT, ensure_system_tools, interpreter_version
+from bookbuild.system import CHROMIUM, DOT, SLURM, ensure_system_tools, interpreter_version
 from bookbuild.timing import report
 
 TIMES = ROOT / "test-artifacts" / "test-times.json"
@@ -122,7 +122,7 @@ def run_tests(args: list[str], start: float) -> int:
     parser.add_argument("--quick", action="store_true", help="lint, doctests, unit tests")
     parser.add_argument("--lanes", type=int, default=LANES, help="stages at once")
     options = parser.parse_args(args)
-    ensure_system_tools(DOT) if options.quick else ensure_system_tools(DOT, CHROMIUM)
+    ensure_system_tools(*((DOT, *SLURM) if options.quick else (DOT, CHROMIUM, *SLURM)))
     jobs = test_jobs(book_env(), options.jobs, quick=options.quick)
     shutil.rmtree(LOGS, ignore_errors=True)  # no report of an earlier run is read
     TMP.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -63,7 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     file, _, function = args.target.partition(":")
     problem = target_problem(file, function)
     if problem is not None:
-        parser.error(f"argument target: {args.target!r} {problem[1]}")
+        where = ""
+        if problem[0] is FileNotFoundError:  # on one node of many, often a folder not shared
+            where = (
+                f" Every node must see the script at this path (a filesystem all nodes "
+                f"share); this node is {socket.gethostname()}."
+            )
+        parser.error(f"argument target: {args.target!r} {problem[1]}{where}")
     if not function and joins_by_itself(file):
         parser.error(
             f"argument target: {file} builds its own multi-worker strategy, so it joins "

@@ -13,7 +13,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping
 
-from mirrorkit._validate import refuse
+from mirrorkit._validate import refuse, require_seconds
 from mirrorkit.cluster.scaleout._arguments import (
     DEFAULT_PORT,
     SECURITY_LINES,
@@ -87,18 +87,18 @@ def slurm_script(
     port: int = DEFAULT_PORT,
     python: str = "python",
     extra_sbatch: str | Iterable[str] = (),
+    join_timeout: float | None = None,
 ) -> str:
     """An ``sbatch`` script that runs ``train(ctx)`` on ``nodes`` machines, one worker each.
 
     ``srun`` starts ``python -m mirrorkit.worker <script_target> --resolver slurm --port
     <port>`` once per node. Each worker learns the cluster from the variables Slurm sets
     for the job step (``SLURM_PROCID``, ``SLURM_STEP_NUM_TASKS``, ``SLURM_STEP_NODELIST``,
-    ``SLURM_STEP_TASKS_PER_NODE``) through TensorFlow's ``SlurmClusterResolver``; worker
-    0 is the chief. Save the text to a file and submit it with ``sbatch``.
-
-    TensorFlow's resolver orders the nodes by name, as strings: with node names of
-    different lengths (``node9``, ``node10``) that order differs from Slurm's, and a worker
-    may be given another node's address. See :func:`slurm_tf_config`.
+    ``SLURM_STEP_TASKS_PER_NODE``) with :func:`slurm_tf_config`, in Slurm's order of the
+    nodes (TensorFlow's ``SlurmClusterResolver`` gives the same cluster when the node names
+    have one length, and sorts ``node10`` before ``node9`` otherwise); worker 0 is the
+    chief. Save the text to a file and submit it with ``sbatch``. The tests submit it to a
+    real Slurm (Debian's slurm-wlm 22.05) of two nodes on this machine.
 
     Security: every worker's gRPC server listens on ``port`` on all interfaces, without
     authentication. Run on the cluster's private network; never open the port to the
@@ -115,6 +115,9 @@ def slurm_script(
             given (a virtual environment's ``bin/python``, or a container launcher).
         extra_sbatch: More sbatch options, one per item, such as ``"--partition=gpu"``
             or ``"--gres=gpu:4"`` (``#SBATCH`` is added when missing).
+        join_timeout: Seconds every worker waits for the others to join before it exits
+            naming the ones missing (the worker's ``--join-timeout``); ``None`` keeps the
+            worker's default, 120 s. Raise it where nodes start slowly.
 
     Returns:
         The script's text.
@@ -153,10 +156,14 @@ def slurm_script(
     port = check_port(port)
     python = check_line(python, "python")
     extra = _sbatch_lines(extra_sbatch)
+    join = ""
+    if join_timeout is not None:
+        seconds = require_seconds("join_timeout", join_timeout, write="join_timeout=300")
+        join = f" --join-timeout {seconds:g}"
     security = [line.format(port=port) for line in SECURITY_LINES]
     command = (
         f"srun --nodes={nodes} --ntasks-per-node=1 {python} -m mirrorkit.worker "
-        f"{shlex.quote(target)} --resolver slurm --port {port}"
+        f"{shlex.quote(target)} --resolver slurm --port {port}{join}"
     )
     lines = [
         "#!/bin/bash",
