@@ -160,7 +160,8 @@ class SlurmCluster:
             raise RuntimeError(f"{' '.join(argv)} exited with {run.returncode}: {err.decode()}")
         return out.decode().strip()
 
-    def processes(self, marker: str) -> list[str]:
+    @staticmethod
+    def processes(marker: str) -> list[str]:
         """The command lines of this machine's processes that contain ``marker``."""
         found = []
         for entry in Path("/proc").iterdir():

@@ -7,6 +7,7 @@ workers find each other through Slurm's own variables, across two network stacks
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import textwrap
 import time
@@ -147,6 +148,7 @@ def test_scancel_ends_every_worker_on_every_node(slurm, tmp_path):
     while slurm.processes(f"{train}:train"):
         assert time.monotonic() - cancelled < SCANCEL_BOUND, slurm.processes(f"{train}:train")
         time.sleep(0.1)
+    print(f"no worker left {time.monotonic() - cancelled:.2f} s after scancel")  # -s shows it
     assert wait_for_end(slurm, job)[0] == "CANCELLED"
 
 
@@ -168,3 +170,41 @@ def test_a_worker_that_cannot_start_is_named_in_the_jobs_output(slurm):
     assert "Every node must see the script at this path" in output
     assert "this node is node2." in output
     assert "Traceback" not in output
+
+
+OWNER = textwrap.dedent(
+    """
+    import sys, time
+    from tests.slurm_cluster import SlurmCluster
+
+    SlurmCluster(sys.argv[1], nodes=2).start()
+    print("up", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_nothing_of_the_slurm_outlives_its_owner_even_after_kill_9(tmp_path):
+    # The test's own Slurm ends with the test: its controller, nodes, munge and every job's
+    # processes are in one PID namespace, whose first process dies with the owner.
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(tmp_path)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert owner.stdout.readline() == "up\n"
+        running = slurm_cluster.SlurmCluster.processes(str(tmp_path))
+        daemons = sorted(line.split()[1] for line in running)
+        assert daemons.count("slurmd") == 2 and {"munged", "slurmctld"} < set(daemons), running
+        owner.kill()
+        owner.wait()
+        killed = time.monotonic()
+        while slurm_cluster.SlurmCluster.processes(str(tmp_path)):
+            assert time.monotonic() - killed < 10, slurm_cluster.SlurmCluster.processes(
+                str(tmp_path)
+            )
+            time.sleep(0.1)
+    finally:
+        owner.kill()
