@@ -31,6 +31,7 @@ from bookbuild.checks import (
 )
 from bookbuild.claims import claim_changes
 from bookbuild.execute import execute_chapters
+from bookbuild.gpujob.run import gpu_checks
 from bookbuild.grading.built_labs import lab_for
 from bookbuild.grading.command import grade_command
 from bookbuild.jupyterbook import build_html
@@ -55,7 +56,8 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
     and Keras versions for the test summary; ``_labs [CHAPTER ...]`` writes the student
     editions and autograders (build/labs/); ``_grade CHAPTER PATH ... [--timeout S] [--jobs N]
     [--seed N] [--out FOLDER]`` grades a class's notebooks side by side and writes grades.csv
-    and a feedback file per student; ``_release VERSION`` sets the book's version everywhere.
+    and a feedback file per student; ``_release VERSION`` sets the book's version everywhere;
+    ``_gpu [--report PATH]`` runs the gpu job's checks (:mod:`bookbuild.gpujob.run`).
 
     Args:
         command: The task's name, with its leading underscore.
@@ -70,7 +72,7 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
         >>> run_task("_deploy")
         Traceback (most recent call last):
         ...
-        SystemExit: [dev] no task '_deploy'; the tasks are _execute, _claims, _html, _lint, _doctests, _suite, _nbval, _versions, _labs, _grade, _release
+        SystemExit: [dev] no task '_deploy'; the tasks are _execute, _claims, _html, _lint, _doctests, _suite, _nbval, _versions, _labs, _grade, _release, _gpu
     """  # noqa: E501
     if command not in TASKS:
         raise SystemExit(f"[dev] no task {command!r}; the tasks are {', '.join(TASKS)}")
@@ -190,4 +192,5 @@ TASKS = {  # name -> function of the command-line arguments
     "_labs": _labs,
     "_grade": _grade,
     "_release": _release,
+    "_gpu": gpu_checks,
 }

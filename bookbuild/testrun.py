@@ -15,6 +15,7 @@ import time
 
 from bookbuild import ROOT
 from bookbuild.environments import HOSTED_PYTHON, PYTHONS, Env, book_env
+from bookbuild.gpujob import gpu_job
 from bookbuild.hosted import hosted_job
 from bookbuild.jobs import LOGS, TMP, Job, python_job, reference_job
 from bookbuild.lanes import run_stages
@@ -27,7 +28,7 @@ LANES = 3  # the suite waits on kernels, clusters and a browser about half of th
 
 
 def test_jobs(book: Env, only: set[str] | None = None, quick: bool = False) -> list[Job]:
-    """The reference job, one job per other supported Python, and the hosted (Colab) job.
+    """The reference job, one per other supported Python, the hosted (Colab) job and the gpu job.
 
     Every supported Python runs the lock's TensorFlow: the unit tests on each but the hosted
     job's, where that job runs them at Colab's TensorFlow, and every chapter on each.
@@ -51,6 +52,7 @@ def test_jobs(book: Env, only: set[str] | None = None, quick: bool = False) -> l
             elif version != reference:
                 jobs.append(python_job(version))
         jobs.append(hosted_job())
+        jobs.append(gpu_job(book))  # NOT RUN, with nvidia-smi's answer, where no GPU is visible
     for job in jobs:
         if only is not None and job.name not in only:
             job.stages, job.detail = None, "not asked for (--jobs)"
