@@ -13,6 +13,7 @@ def test_every_task_the_jobs_start_exists(monkeypatch):
     monkeypatch.setattr(Env, "dev", lambda self, task, *args, **kw: started.add(task))
     monkeypatch.setattr("bookbuild.jobs.ensure_env", lambda env, **kw: None)
     monkeypatch.setattr(hosted, "ensure_env", lambda env, **kw: None)
+    monkeypatch.setattr("bookbuild.gpujob.ensure_env", lambda env, **kw: None)  # 3 GB of CUDA
     monkeypatch.setattr(hosted, "clone_of_this_tree", lambda target: "git+file:///x@0")
     monkeypatch.setattr(hosted, "check_hosted_setup", lambda folder: None)
     monkeypatch.setattr(Env, "pip", lambda self, *args, **kw: None)
@@ -29,7 +30,9 @@ def test_every_job_runs_every_part_of_the_suite_it_can_and_quick_only_the_unit_t
     assert kinds["reference"] == {"set-up", "lint", "doctests", *SUITE_PARTS, "nbval"}
     assert kinds["hosted"] == {"set-up", "hosted execution", "doctests", "unit tests", "chapters"}
     full = {"set-up", "doctests", "unit tests", "chapters"}
-    for name in set(jobs) - {"reference", "hosted"}:
+    # The gpu job runs its own checks where a GPU is visible (tests/bookbuild/test_gpu_job.py).
+    assert jobs["gpu"].stages is None or kinds["gpu"] == {"set-up", "gpu checks"}
+    for name in set(jobs) - {"reference", "hosted", "gpu"}:
         # On the hosted job's Python the unit tests are the hosted job's (Colab's TensorFlow).
         want = full - {"unit tests"} if name == f"python{HOSTED_PYTHON}" else full
         assert jobs[name].stages is None or kinds[name] == want, name
