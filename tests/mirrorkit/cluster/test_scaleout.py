@@ -1,10 +1,9 @@
-"""mirrorkit.cluster.scaleout: TF_CONFIG, Slurm and Kubernetes configuration, checked against
-TensorFlow's own cluster resolvers and a real shell."""
+"""mirrorkit.cluster.scaleout: TF_CONFIG and Slurm configuration, checked against
+TensorFlow's own cluster resolvers and a real shell (Kubernetes: test_kubernetes_manifest.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -334,114 +333,3 @@ def test_slurm_tf_config_errors(changes, error, match):
             env[name] = value
     with pytest.raises(error, match=match):
         slurm_tf_config(env)
-
-
-# --- Kubernetes --------------------------------------------------------------------------
-
-
-def _documents(text: str) -> list[dict]:
-    yaml = pytest.importorskip("yaml")
-    return list(yaml.safe_load_all(text))
-
-
-def _container(job: dict) -> dict:
-    (container,) = job["spec"]["template"]["spec"]["containers"]
-    return container
-
-
-@pytest.mark.parametrize("namespace", [None, "ml-team"])
-def test_kubernetes_manifest_is_a_headless_service_and_an_indexed_job(namespace):
-    text = kubernetes_manifest(
-        "registry.example/train:1", "train.py:train", workers=3, port=2222, namespace=namespace
-    )
-    service, job = _documents(text)
-    assert (service["apiVersion"], service["kind"]) == ("v1", "Service")
-    assert (job["apiVersion"], job["kind"]) == ("batch/v1", "Job")
-    assert service["metadata"].get("namespace") == namespace == job["metadata"].get("namespace")
-
-    assert service["spec"]["clusterIP"] == "None"
-    assert service["spec"]["publishNotReadyAddresses"] is True
-    # Kubernetes labels a Job's pods job-name=<job name>; the Service must select them.
-    assert service["spec"]["selector"] == {"job-name": job["metadata"]["name"]}
-    assert [p["port"] for p in service["spec"]["ports"]] == [2222]
-
-    spec = job["spec"]
-    assert spec["completionMode"] == "Indexed"
-    assert spec["completions"] == spec["parallelism"] == 3
-    assert spec["template"]["spec"]["subdomain"] == service["metadata"]["name"]
-    assert spec["template"]["spec"]["restartPolicy"] == "Never"
-    container = _container(job)
-    assert container["image"] == "registry.example/train:1"
-    assert [p["containerPort"] for p in container["ports"]] == [2222]
-    assert container["command"][:2] == ["sh", "-c"]
-    assert "no authentication" in text
-
-
-def _run_container(tmp_path, job: dict, shell: str, index: str | None):
-    """Run the pod's command in a real shell; a stand-in `python` prints what it was given."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir(exist_ok=True)
-    fake = bindir / "python"
-    fake.write_text('#!/bin/sh\nprintf "%s\\n" "$TF_CONFIG" "$@"\n')
-    fake.chmod(0o755)
-    command = _container(job)["command"]
-    env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
-    if index is not None:
-        env["JOB_COMPLETION_INDEX"] = index
-    return subprocess.run(
-        [shell, *command[1:]], env=env, text=True, capture_output=True, timeout=30
-    )
-
-
-@pytest.mark.parametrize("shell", ["sh", "bash"])
-def test_each_pod_builds_the_tf_config_tf_configs_gives(tmp_path, monkeypatch, shell):
-    if shutil.which(shell) is None:
-        pytest.skip(f"{shell} is not installed")
-    workers, port, name = 3, 2222, "mnist-run"
-    target = "my scripts/train.py:train"
-    (_, job) = _documents(
-        kubernetes_manifest("img:1", target, workers=workers, name=name, port=port)
-    )
-    hosts = [f"{name}-{i}.{name}" for i in range(workers)]  # pod hostname . subdomain
-    expected = tf_configs(hosts, port=port)
-    for i in range(workers):
-        result = _run_container(tmp_path, job, shell, str(i))
-        assert result.returncode == 0, result.stderr
-        tf_config_text, *args = result.stdout.splitlines()[1:]  # line 0: the log line
-        assert json.loads(tf_config_text) == expected[i]
-        assert args == ["-m", "mirrorkit.worker", target]
-        # And TensorFlow reads it as worker i of that cluster.
-        monkeypatch.setenv("TF_CONFIG", tf_config_text)
-        resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-        assert resolver.cluster_spec().as_dict() == {"worker": [f"{h}:{port}" for h in hosts]}
-        assert (resolver.task_type, resolver.task_id) == ("worker", i)
-
-
-@pytest.mark.parametrize(
-    ("index", "message"),
-    [(None, "not a number"), ("", "not a number"), ("1x", "not a number"), ("2", "not below")],
-)
-def test_pod_refuses_a_missing_or_bad_index(tmp_path, index, message):
-    (_, job) = _documents(kubernetes_manifest("img", "train.py:train", workers=2))
-    result = _run_container(tmp_path, job, "sh", index)
-    assert result.returncode == 64
-    assert message in result.stderr
-    assert result.stdout == ""  # the worker never started
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"workers": 0}, "workers must be an int >= 1"),
-        ({"workers": 2, "name": "MirrorBook"}, "name must be a DNS label"),
-        ({"workers": 2, "name": "1run"}, "starting with a letter"),
-        ({"workers": 100, "name": "x" * 61}, "at most 60 characters"),
-        ({"workers": 2, "port": 99999}, "from 1 to 65535"),
-        ({"workers": 2, "namespace": "ML"}, "namespace must be a DNS label"),
-        ({"workers": 2, "image": "my image"}, "without spaces"),
-    ],
-)
-def test_kubernetes_manifest_rejects_bad_arguments(kwargs, match):
-    kwargs = {"image": "img", **kwargs}
-    with pytest.raises(ValueError, match=match):
-        kubernetes_manifest(kwargs.pop("image"), "train.py:train", **kwargs)
