@@ -72,7 +72,7 @@ SLOW = textwrap.dedent(
 def slurm(tmp_path_factory):
     problem = slurm_cluster.missing()
     if problem:
-        pytest.fail(f"a real Slurm cannot run here: {problem}")
+        pytest.fail(f"a real Slurm cannot run here: {problem} (or deselect: -m 'not slurm')")
     folder = tmp_path_factory.mktemp("slurm")
     with slurm_cluster.SlurmCluster(folder, nodes=2, hide=str(folder / "node1-only")) as cluster:
         yield cluster
