@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-
-import numpy as np
+from itertools import accumulate
 
 from mirrorkit._algorithms import ALL_REDUCE_ALGORITHMS
 from mirrorkit._validate import refuse, require_count
@@ -99,8 +98,8 @@ class Schedule:
             [(0, 3), (3, 6), (6, 8), (8, 10)]
         """
         size, extra = divmod(int(length), self.chunks)
-        edges = np.cumsum([0, *(size + (c < extra) for c in range(self.chunks))])
-        return [(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+        edges = list(accumulate(size + (c < extra) for c in range(self.chunks)))
+        return list(zip([0, *edges[:-1]], edges, strict=True))
 
     def step_link_bytes(self, length: int, itemsize: int = 1) -> list[int]:
         """Per step, the bytes through the busiest replica's link in one direction.
