@@ -6,8 +6,12 @@ Example:
     >>> import os, signal, subprocess, time
     >>> from mirrorkit.cluster import _reaper
     >>> shell = subprocess.Popen(["sh", "-c", "sleep 60; echo never"])
-    >>> time.sleep(0.2)  # the shell starts its sleep
-    >>> [_reaper.describe(pid).split(" (", 1)[1] for pid in _reaper.descendants(shell.pid)]
+    >>> for _ in range(200):  # the shell forks, then the child becomes `sleep` (under load: later)
+    ...     below = [_reaper.describe(p).split(" (", 1)[1] for p in _reaper.descendants(shell.pid)]
+    ...     if below == ["sleep 60)"]:
+    ...         break
+    ...     time.sleep(0.05)
+    >>> below
     ['sleep 60)']
     >>> for pid in [shell.pid, *_reaper.descendants(shell.pid)]:  # the shell first: it cannot
     ...     os.kill(pid, signal.SIGKILL)  # go on to its echo between the two kills
