@@ -108,7 +108,7 @@ def test_the_budget_shows_cpu_seconds_when_measured_and_the_least_wall_time_they
     assert within
     lines = [line.split() for line in text.splitlines()]
     assert lines[0] == ["job", "stage", "cpu", "s", "seconds", "allowance"]
-    assert lines[2] == ["reference", "unit", "tests", "386", "500", "720"]
+    assert lines[2] == ["reference", "unit", "tests", "386", "500", "780"]
     assert lines[3] == ["wall", "time", "400", "400", str(WALL_ALLOWANCE)]
     assert cpu_floor({"stages": stages}) == (
         "the stages used 400 CPU s: on 2 cores no run takes less than 200 s (3.3 min)"
