@@ -20,6 +20,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from mirrorkit.cluster import _procs
 from tests.virtual_hosts import VirtualHosts, missing_tools
 
 PROGRAMS = ("slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo", "munged")
@@ -160,22 +161,16 @@ class SlurmCluster:
             raise RuntimeError(f"{' '.join(argv)} exited with {run.returncode}: {err.decode()}")
         return out.decode().strip()
 
-    @staticmethod
-    def processes(marker: str) -> list[str]:
-        """The command lines of this machine's processes that contain ``marker``."""
-        found = []
-        for entry in Path("/proc").iterdir():
-            try:
-                line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except (OSError, UnicodeDecodeError):
-                continue
-            if marker in line and entry.name != str(os.getpid()):
-                found.append(f"{entry.name}: {line.strip()}")
-        return found
-
     def close(self) -> None:
         """End the controller, the nodes and every job's processes."""
         self.hosts.close()
+
+
+def processes(marker: str) -> list[str]:
+    """Each live process but this one whose command line holds ``marker``: ``"pid: cmd"``."""
+    me = os.getpid()
+    found = [pid for pid in _procs.processes_with(marker) if pid != me]
+    return [f"{pid}: {(_procs.command_line(pid) or '').strip()}" for pid in found]
 
 
 def _wait_for(ready, what: str, folder: Path) -> None:

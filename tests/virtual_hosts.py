@@ -20,15 +20,17 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from mirrorkit.cluster import _procs
 
 SUBNET = "10.77.0"  # a private /24; host k gets .(11 + k), the bridge .1
 TOOLS = ("unshare", "nsenter", "ip", "mount", "hostname")
@@ -41,12 +43,6 @@ def missing_tools() -> str | None:
         return "virtual hosts need root (network, UTS and PID namespaces)"
     absent = [tool for tool in TOOLS if shutil.which(tool) is None]
     return f"virtual hosts need {', '.join(absent)} on PATH" if absent else None
-
-
-def _die_with_test() -> None:
-    import ctypes  # noqa: PLC0415 - only in the child, between fork and exec
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 class VirtualHosts:
@@ -84,8 +80,9 @@ class VirtualHosts:
         spec = json.dumps({"names": self.names, "folder": str(self.folder)})
         argv = ["unshare", "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--net"]
         self._init = subprocess.Popen(
-            [*argv, sys.executable, __file__, spec],
-            preexec_fn=_die_with_test,  # noqa: PLW1509 - the child only makes one prctl call
+            [*argv, sys.executable, "-P", __file__, spec],  # -P: not tests/ (its mirrorkit/)
+            # The kernel kills unshare when this process ends, and unshare its child, PID 1.
+            preexec_fn=functools.partial(_procs.die_with_parent, os.getpid()),  # noqa: PLW1509
             stdout=subprocess.DEVNULL,
             stderr=open(self.folder / "init.log", "w"),  # noqa: SIM115 - the child keeps it
         )
@@ -97,27 +94,27 @@ class VirtualHosts:
                 raise RuntimeError(f"the virtual hosts did not start: {log.strip()[-2000:]}")
             time.sleep(0.05)
         inner = json.loads(record.read_text())
-        self._pids = {name: self._outer_pid(pid) for name, pid in inner.items()}
+        outer = self._outer_pids()
+        gone = [name for name, pid in inner.items() if pid not in outer]
+        if gone:
+            raise RuntimeError(f"the virtual hosts' processes of {', '.join(gone)} are gone")
+        self._pids = {name: outer[pid] for name, pid in inner.items()}
 
-    def _outer_pid(self, inner: int) -> int:
-        """This machine's PID of the process that is ``inner`` inside the hosts' namespace."""
+    def _outer_pids(self) -> dict[int, int]:
+        """Each process of the hosts' PID namespace: its PID there -> this machine's PID."""
         assert self._init is not None
-        namespace = None
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
+        namespace = os.readlink(f"/proc/{self._init.pid}/ns/pid_for_children")
+        found = {}
+        for pid in _procs.pids():
             try:
-                status = (entry / "status").read_text()
-                if namespace is None:
-                    namespace = os.readlink(f"/proc/{self._init.pid}/ns/pid_for_children")
-                if os.readlink(entry / "ns" / "pid") != namespace:
+                if os.readlink(f"/proc/{pid}/ns/pid") != namespace:
                     continue
-            except OSError:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:  # ended while read
                 continue
-            pids = next(line.split()[1:] for line in status.splitlines() if line[:6] == "NSpid:")
-            if len(pids) >= 2 and int(pids[-1]) == inner:
-                return int(entry.name)
-        raise RuntimeError(f"the virtual hosts' process {inner} is gone")
+            nspid = next(line.split()[1:] for line in status.splitlines() if line[:6] == "NSpid:")
+            found[int(nspid[-1])] = pid
+        return found
 
     def run(self, name: str, argv: Sequence[str], **popen) -> subprocess.Popen:
         """Start ``argv`` on host ``name`` (its network, host name, files and PID namespace).
