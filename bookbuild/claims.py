@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import configparser
 import re
+from pathlib import Path
 
 from bookbuild import ROOT
+from bookbuild.execute import execute_chapters
 
 CLAIM_TAG = "claim"
 SANITIZE = ROOT / "tests" / "book" / "nbval_sanitize.cfg"
@@ -78,6 +80,32 @@ def output_text(cell) -> str:
     for pattern, replacement in _sanitize_patterns():
         text = re.sub(pattern, replacement, text)
     return text.rstrip("\n")
+
+
+def executed_claims(into: Path, *files: str) -> list[tuple[dict, object, list[str]]]:
+    """Copies of the chapters executed into ``into``, errors allowed, each with its changes.
+
+    Args:
+        into: The folder for the executed copies (the book's files stay untouched).
+        *files: Chapter file names; none means every chapter.
+
+    Returns:
+        ``(chapter, executed notebook, claim_changes(...))`` for each chapter, in manifest
+        order.
+
+    Example:
+        >>> runs = executed_claims(Path("/tmp/claims"), "09_the_landscape.ipynb")  # doctest: +SKIP
+    """
+    import nbformat
+
+    return [
+        (
+            chapter,
+            nb,
+            claim_changes(nbformat.read(chapter["path"], as_version=4), nb, chapter["file"]),
+        )
+        for chapter, nb in execute_chapters(*files, into=into, allow_errors=True)
+    ]
 
 
 def claim_changes(stored, executed, name: str) -> list[str]:

@@ -25,8 +25,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bookbuild import ROOT
-from bookbuild.claims import claim_changes, output_text
-from bookbuild.execute import execute_chapters
+from bookbuild.claims import executed_claims, output_text
 from bookbuild.gpujob import REPORT
 from bookbuild.gpujob.plan import all_reduce_replicas, benchmark_replicas, replica_cases
 from bookbuild.gpujob.report import failures, render
@@ -83,12 +82,8 @@ def _benchmark(replicas: tuple[int, ...], folder: Path) -> dict:
 
 def _chapters(folder: Path) -> tuple[list, dict]:
     """Every chapter executed once, errors allowed: rows of its run and of its claims."""
-    import nbformat
-
     rows, where = [], {}
-    for chapter, nb in execute_chapters(into=folder, allow_errors=True):
-        stored = nbformat.read(chapter["path"], as_version=4)
-        changes = claim_changes(stored, nb, chapter["file"])
+    for chapter, nb, changes in executed_claims(folder):
         code = [output_text(cell) for cell in nb.cells if cell.cell_type == "code"]
         where[chapter["file"]] = replica_line(code)
         rows += chapter_verdicts(chapter["file"], changes, where[chapter["file"]])
