@@ -23,7 +23,8 @@ from bookbuild.testrun import run_tests
 
 USAGE = """mirrorbook's task runner. Needs only Python (3.11, 3.12 or 3.13) and pip to start.
 
-    python3 dev.py book         set up, execute every chapter, build the HTML book, and
+    python3 dev.py book         set up, execute every chapter, build the HTML book and its
+                                browser labs (JupyterLite, build/_build/html/lite/), and
                                 write the labs (student editions and autograders, build/labs/)
     python3 dev.py labs [CH..]  set up and write only the labs
     python3 dev.py grade CH PATH..  grade a class's notebooks of chapter CH (e.g. 3): PATH is
@@ -68,6 +69,7 @@ def main(argv: list[str]) -> None:
         book = setup(DOT)
         book.dev("_execute")
         book.dev("_html")
+        book.dev("_lite")
         book.dev("_labs")
     elif command == "labs":
         setup().dev("_labs", *args)

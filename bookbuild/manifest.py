@@ -32,7 +32,9 @@ def load_manifest(path: Path = MANIFEST) -> dict:
         or a release's tag: :func:`~bookbuild.release.source_ref`); "source": the chapters'
         folder; "chapters": one dict per chapter, in reading order, with its "path" added;
         "output": where the HTML is built; "folder": the manifest's own folder}``. A chapter's
-        ``grade_replicas`` (the second grading run's replica counts) defaults to ``[2, 8]``.
+        ``grade_replicas`` (the second grading run's replica counts) defaults to ``[2, 8]``;
+        one with a ``browser_lab`` (its browser lab, inside ``source``) gets its path as
+        ``browser_lab_path``.
 
     Raises:
         SystemExit: If no chapter is listed, a chapter's ``nbval`` is not one of
@@ -86,6 +88,13 @@ def _chapters(path: Path, data: dict, source: Path) -> list[dict]:
                 f"{path}: chapter {chapter['file']}: grade_replicas must be a list of replica "
                 f"counts (whole numbers >= 1), e.g. [2, 8] or [], got {counts!r}"
             )
+        if "browser_lab" in chapter:  # its idea in the reader's browser: bookbuild/lite/
+            chapter["browser_lab_path"] = lab = source / chapter["browser_lab"]
+            if not lab.is_file():
+                raise SystemExit(
+                    f"{path}: chapter {chapter['file']}: browser_lab names no file ({lab}); "
+                    "write the lab's path inside the book's folder, e.g. \"browser/02_x.ipynb\""
+                )
         chapters.append(chapter)
     if not chapters:
         raise SystemExit(f"{path}: no [[chapters]] listed")

@@ -10,10 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+from bookbuild.lite.modules import BROWSER_MODULES
 from tests.conftest import ROOT
-
-# Modules that must import, and run, without TensorFlow, Keras or NumPy.
-TENSORFLOW_FREE = ("mirrorkit.checks.batch_split", "mirrorkit.measure.schedules")
 
 PROBE = textwrap.dedent(
     """
@@ -37,7 +35,7 @@ PROBE = textwrap.dedent(
 
 def test_the_tensorflow_free_modules_import_and_run_without_tensorflow_keras_or_numpy():
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *TENSORFLOW_FREE],
+        [sys.executable, "-c", PROBE, *BROWSER_MODULES],
         cwd=ROOT,
         capture_output=True,
         text=True,

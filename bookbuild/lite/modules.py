@@ -1,0 +1,19 @@
+"""The modules of mirrorkit and mirrorwidgets that run in the browser, with no TensorFlow.
+
+The lab site installs wheels built from the same sources holding only these modules and the
+project modules they import (:mod:`bookbuild.lite.wheels`);
+``tests/mirrorkit/test_tensorflow_free.py`` imports each with TensorFlow, Keras and NumPy
+refused. A lab (``book/browser/``) may import only these.
+
+Example:
+    >>> all(name.split(".")[0] in ("mirrorkit", "mirrorwidgets") for name in BROWSER_MODULES)
+    True
+"""
+
+from __future__ import annotations
+
+# The modules a browser lab imports; the project modules they import come with them.
+BROWSER_MODULES = (
+    "mirrorkit.checks.batch_split",
+    "mirrorkit.measure.schedules",
+)

@@ -1,0 +1,98 @@
+"""Build the browser lab site into the HTML book's folder, and link the chapters to it.
+
+The site is JupyterLite's notebook app with its Pyodide kernel. Everything it loads is in its
+own folder: Pyodide's runtime, the wheels its kernel needs, and a package index of the wheels
+the labs install (ipywidgets 8, and the TensorFlow-free mirrorkit and mirrorbook-widgets).
+Fetching from PyPI in the browser is switched off, so a package the site lacks fails at once
+instead of reaching for the network. ``jupyter lite build`` itself downloads nothing.
+
+Example:
+    >>> CONFIG["jupyter-config-data"]["litePluginSettings"][KERNEL_PLUGIN]
+    {'disablePyPIFallback': True}
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from bookbuild.lite.contents import SITE_FOLDER, write_contents
+from bookbuild.lite.downloads import KERNEL_WHEELS, SITE_WHEELS, pyodide_runtime, wheels
+from bookbuild.lite.links import link_chapter_pages
+from bookbuild.lite.pyodide_lock import rewrite_lock
+from bookbuild.lite.wheels import build_wheels
+from bookbuild.manifest import load_manifest
+from bookbuild.shell import run, say
+
+KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
+CONFIG = {
+    "jupyter-lite-schema-version": 0,
+    "jupyter-config-data": {
+        "appName": "mirrorbook browser labs",
+        "litePluginSettings": {KERNEL_PLUGIN: {"disablePyPIFallback": True}},
+        # window.jupyterapp: the browser tests read the notebook and its kernel through it.
+        "exposeAppInBrowser": True,
+    },
+}
+APPS = ("notebooks", "tree")  # one notebook per page, and the list of labs
+
+
+def build_lite(html_folder: Path | None = None, manifest: dict | None = None) -> Path:
+    """Build the site into ``html_folder/lite`` and link each chapter's page to its lab.
+
+    Runs the ``jupyter`` of this Python's environment (jupyterlite-core, its Pyodide kernel,
+    and jupyterlab_widgets, whose front end the site carries).
+
+    Args:
+        html_folder: The built HTML book; the manifest's (``build/_build/html``) by default.
+        manifest: What :func:`~bookbuild.manifest.load_manifest` returns; this project's by
+            default.
+
+    Returns:
+        The site's folder.
+
+    Raises:
+        SystemExit: If a piece cannot be fetched or checked, or the build fails.
+
+    Example:
+        >>> build_lite()  # doctest: +SKIP
+        [dev] browser labs built: build/_build/html/lite (5 labs, 39 MB)
+    """
+    manifest = manifest or load_manifest()
+    html_folder = Path(html_folder or manifest["output"] / "_build" / "html")
+    out = html_folder / SITE_FOLDER
+    # In a fresh folder each time: `jupyter lite build` keeps a task cache beside its inputs,
+    # and with one left from an earlier build it skips steps and drops settings silently.
+    with tempfile.TemporaryDirectory(prefix="mirrorbook-lite-") as folder:
+        source = Path(folder)
+        runtime = pyodide_runtime(source / "static" / "pyodide")
+        wheels(KERNEL_WHEELS, runtime, python=sys.executable)
+        rewrite_lock(runtime)
+        wheels(SITE_WHEELS, source / "pypi", python=sys.executable)
+        build_wheels(source / "pypi")
+        labs = write_contents(manifest, source / "files")
+        (source / "jupyter-lite.json").write_text(json.dumps(CONFIG, indent=2))
+        shutil.rmtree(out, ignore_errors=True)
+        jupyter = Path(sys.executable).with_name("jupyter")
+        apps = [arg for app in APPS for arg in ("--apps", app)]
+        run(
+            jupyter,
+            "lite",
+            "build",
+            "--lite-dir",
+            source,
+            "--contents",
+            source / "files",
+            "--output-dir",
+            out,
+            "--no-sourcemaps",
+            *apps,
+            cwd=source,
+        )
+    link_chapter_pages(html_folder, manifest)
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    say(f"browser labs built: {out} ({len(labs)} labs, {size / 1e6:.0f} MB)")
+    return out

@@ -1,0 +1,42 @@
+"""Each browser lab (book/browser/) runs top to bottom in CPython with TensorFlow, Keras and
+NumPy refused: the same cells that run in the reader's browser (Pyodide) import none of them.
+
+The browser itself runs them in tests/browser/test_lite_site.py.
+"""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from bookbuild.execute import notebook_client
+from tests.conftest import ROOT
+
+LABS = sorted((ROOT / "book" / "browser").glob("*.ipynb"))
+
+# Run first, in the lab's kernel: any import of these three fails there, as in the browser.
+REFUSE = """\
+import sys
+
+class _RefuseInBrowserLab:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tensorflow", "keras", "numpy"):
+            raise ImportError(f"{name} is not in the browser (Pyodide): a lab must not import it")
+
+sys.meta_path.insert(0, _RefuseInBrowserLab())
+"""
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda path: path.name)
+def test_a_browser_lab_runs_without_tensorflow_keras_or_numpy(lab, tmp_path):
+    nb = nbformat.read(lab, as_version=4)
+    assert not any(cell.get("outputs") for cell in nb.cells), "store browser labs without outputs"
+    nb.cells.insert(0, nbformat.v4.new_code_cell(REFUSE))
+    with notebook_client(nb, timeout=120, cwd=lab.parent) as client:
+        client.execute()
+    printed = [o for cell in nb.cells for o in cell.get("outputs", ())]
+    assert printed, "a lab shows the reader something"
+
+
+def test_there_are_browser_labs():
+    assert LABS, "book/browser/ holds the browser labs"

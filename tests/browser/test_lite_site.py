@@ -1,0 +1,84 @@
+"""The browser lab site, built beside the HTML book, in Chromium with the network refused.
+
+Served from 127.0.0.1, every other host refused: each lab's kernel starts from the site's own
+Pyodide and wheels, the lab runs top to bottom without an error, the chapter pages link to
+their labs, and the ring all-reduce stepper shows the values of its next step. How fast the
+page becomes usable is a benchmark (bench/lite_load.py), not a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bookbuild.lite.contents import chapters_with_labs, lab_url
+from bookbuild.lite.links import LINK_CLASS
+from bookbuild.manifest import load_manifest
+from tests.browser.lite_page import offline_browser, open_lab, run_all, serve
+from tests.browser.test_jupyterlab import ARTIFACTS, _require_browser_tools
+
+pytestmark = [pytest.mark.browser, pytest.mark.book]
+
+LABS = chapters_with_labs(load_manifest())
+
+
+@pytest.fixture(scope="module")
+def site(book_html) -> Iterator[str]:
+    """The book with its lab site, over http on 127.0.0.1."""
+    from bookbuild.lite.site import build_lite
+
+    build_lite(book_html)
+    with serve(book_html) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One offline Chromium context for the module; its refused requests are checked."""
+    sync_playwright = _require_browser_tools()
+    with sync_playwright() as playwright, offline_browser(playwright) as context:
+        yield context
+        assert not context.refused, f"the site asked for other hosts: {context.refused}"
+
+
+@pytest.mark.parametrize("chapter", LABS, ids=lambda chapter: chapter["browser_lab"])
+def test_each_lab_runs_top_to_bottom_in_the_browser(site, browser, chapter):
+    page = browser.new_page()
+    try:
+        open_lab(page, f"{site}/{lab_url(chapter)}")
+        cells = run_all(page)
+        errors = [(k, cell["errorText"]) for k, cell in enumerate(cells) if cell["error"]]
+        assert not errors, errors
+        assert any(cell["text"] for cell in cells), "the lab showed nothing"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"lite_{chapter['browser_lab_path'].stem}.png"))
+    finally:
+        page.close()
+
+
+def test_each_chapter_page_opens_its_lab_in_a_new_tab(site, browser):
+    page = browser.new_page()
+    try:
+        for chapter in LABS:
+            page.goto(f"{site}/{Path(chapter['file']).with_suffix('.html').name}")
+            link = page.locator(f"p.{LINK_CLASS} a")
+            assert link.count() == 1, chapter["file"]
+            with browser.expect_page() as opened:
+                link.click()
+            lab = opened.value
+            try:
+                assert lab.url == f"{site}/{lab_url(chapter)}"
+                # The lab's title, then its links cell: back to the chapter, and to Colab.
+                title = lab.locator(".jp-MarkdownCell .jp-RenderedMarkdown h1").first
+                assert title.inner_text(timeout=60_000).strip()
+                hrefs = lab.locator(".jp-RenderedMarkdown a").evaluate_all(
+                    "anchors => anchors.map(a => a.href)"
+                )
+                assert any(h.endswith(f"/book/{chapter['file']}") for h in hrefs), hrefs
+                assert any(h.startswith("https://colab.research.google.com/") for h in hrefs)
+            finally:
+                lab.close()
+    finally:
+        page.close()
