@@ -38,6 +38,10 @@ CONFIG = {
     },
 }
 APPS = ("notebooks", "tree")  # one notebook per page, and the list of labs
+# The front-end extensions the site carries, from this environment's JupyterLab extensions:
+# the widgets' manager (jupyterlab_widgets, at the version the site's ipywidgets needs) and
+# the Pyodide kernel. Only these: whatever else the environment holds stays out.
+EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "@jupyterlite/pyodide-kernel-extension")
 
 
 def build_lite(html_folder: Path | None = None, manifest: dict | None = None) -> Path:
@@ -75,6 +79,7 @@ def build_lite(html_folder: Path | None = None, manifest: dict | None = None) ->
         build_wheels(source / "pypi")
         labs = write_contents(manifest, source / "files")
         (source / "jupyter-lite.json").write_text(json.dumps(CONFIG, indent=2))
+        (source / "jupyter_lite_config.json").write_text(json.dumps(_build_config(), indent=2))
         shutil.rmtree(out, ignore_errors=True)
         jupyter = Path(sys.executable).with_name("jupyter")
         apps = [arg for app in APPS for arg in ("--apps", app)]
@@ -96,3 +101,14 @@ def build_lite(html_folder: Path | None = None, manifest: dict | None = None) ->
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     say(f"browser labs built: {out} ({len(labs)} labs, {size / 1e6:.0f} MB)")
     return out
+
+
+def _build_config() -> dict:
+    """``jupyter_lite_config.json``: exactly :data:`EXTENSIONS`, nothing else of sys.prefix."""
+    labextensions = Path(sys.prefix) / "share" / "jupyter" / "labextensions"
+    return {
+        "LiteBuildConfig": {
+            "ignore_sys_prefix": True,
+            "federated_extensions": [str(labextensions / name) for name in EXTENSIONS],
+        }
+    }
