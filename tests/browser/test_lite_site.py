@@ -8,6 +8,7 @@ page becomes usable is a benchmark (bench/lite_load.py), not a test.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from tests.browser.test_jupyterlab import ARTIFACTS, _require_browser_tools
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
 LABS = chapters_with_labs(load_manifest())
+RING_VALUES = "05_ring_values.json"  # chapter 5's stored values, beside its lab
+LIVE = ".jp-OutputArea-output .jupyter-widgets.widget-vbox"  # a widget view, not text/html
 
 
 @pytest.fixture(scope="module")
@@ -80,5 +83,41 @@ def test_each_chapter_page_opens_its_lab_in_a_new_tab(site, browser):
                 assert any(h.startswith("https://colab.research.google.com/") for h in hrefs)
             finally:
                 lab.close()
+    finally:
+        page.close()
+
+
+def test_the_ring_stepper_shows_the_stored_values_and_their_float32_sums(site, browser):
+    """The stepper, live in the browser, steps once: what it shows is read off the page.
+
+    The expected numbers come from the stored values of chapter 5's TensorFlow run, added
+    here in NumPy float32: the ring's first step sends chunk 0 from replica 0 to replica 1,
+    which adds it to its own.
+    """
+    import numpy as np
+
+    from mirrorkit.report.values import number
+
+    (chapter,) = [c for c in LABS if c["file"].startswith("05_")]
+    stored = json.loads((chapter["browser_lab_path"].parent / RING_VALUES).read_text())
+    inputs = [np.array(x, np.float32) for x in stored["inputs"]]
+    shown = 3  # the stepper's values_shown: the first three numbers of each chunk
+    page = browser.new_page()
+    try:
+        open_lab(page, f"{site}/{lab_url(chapter)}")
+        assert not any(cell["error"] for cell in run_all(page))
+        widget = page.locator(LIVE).filter(has=page.locator(".mws-view")).first
+        view = widget.locator(".mws-view")
+        view.locator('.mws-frame[data-step="0"]').wait_for(timeout=30_000)
+        row1 = view.locator('tr[data-replica="1"] td').first
+        before = [number(x) for x in inputs[1][:shown].tolist()]
+        assert row1.locator("div").first.inner_text().split() == before
+        widget.locator("button.mws-next").click()
+        view.locator('.mws-frame[data-step="1"]').wait_for(timeout=30_000)
+        after = [number(x) for x in (inputs[0][:shown] + inputs[1][:shown]).tolist()]
+        assert row1.locator("div").first.inner_text().split() == after
+        assert after != before
+        widget.scroll_into_view_if_needed()
+        widget.screenshot(path=str(ARTIFACTS / "lite_stepper_step_1.png"))
     finally:
         page.close()
