@@ -15,5 +15,9 @@ from __future__ import annotations
 # The modules a browser lab imports; the project modules they import come with them.
 BROWSER_MODULES = (
     "mirrorkit.checks.batch_split",
+    "mirrorkit.checks.input_preview",
     "mirrorkit.measure.schedules",
+    "mirrorkit.measure.replay",
+    "mirrorwidgets.all_reduce_stepper",
+    "mirrorwidgets.batch_split",
 )

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from mirrorkit.checks import batch_split
 from mirrorkit.report.values import short_device
 
-_SCAN_LIMIT = 1000  # steps read at most to find the last step of a finite dataset
+SCAN_LIMIT = 1000  # steps read at most to find the last step of a finite dataset
 _FN_DATASET = "the function's dataset"
 
 
@@ -131,7 +131,7 @@ def read_steps(strategy, distributed, steps, dataset, per_replica_input, n, tf):
     cardinality = int(dataset.cardinality())
     expected = _steps_for(cardinality, n, per_replica_input)
     infinite = cardinality == int(tf.data.INFINITE_CARDINALITY)
-    limit = steps if infinite else max(steps, _SCAN_LIMIT)
+    limit = steps if infinite else max(steps, SCAN_LIMIT)
     kept, last, count = [], None, 0
     ended = True
     for element in distributed:

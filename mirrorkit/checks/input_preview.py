@@ -16,9 +16,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from mirrorkit._validate import refuse, require_int, require_strategy
+from mirrorkit._validate import refuse, require_count, require_int, require_strategy
 from mirrorkit.checks import batch_split
 from mirrorkit.checks._distributed_reading import (
+    SCAN_LIMIT,
     not_a_dataset,
     read_steps,
     recording,
@@ -335,6 +336,90 @@ def preview_input(
         preview,
         warnings=_warnings(preview, per_replica_input),
         notes=_notes(preview, per_replica_input, batch is None, steps),
+    )
+
+
+def preview_split(
+    examples: int,
+    global_batch: int,
+    num_replicas: int,
+    *,
+    steps: int = 3,
+    devices=None,
+) -> InputPreview:
+    """The preview of ``Dataset.range(examples).batch(global_batch)``, worked out, not run.
+
+    What :func:`preview_input` returns for that dataset given to
+    ``experimental_distribute_dataset`` by a ``MirroredStrategy`` of ``num_replicas``
+    replicas on one worker (auto-shard policy AUTO, the default), computed with
+    :func:`~mirrorkit.checks.batch_split.replica_batch_sizes` and no TensorFlow, so that it
+    runs in the browser labs too. Each example's id is its position.
+
+    Args:
+        examples: The examples in the dataset, at least 1.
+        global_batch: The batch size given to ``.batch()``, at least 1.
+        num_replicas: The strategy's replicas, at least 1.
+        steps: How many steps to show from the start; the last step is shown too.
+        devices: The replicas' device names; by default ``CPU:0``, ``CPU:1``..., the
+            logical devices of ``mk.simulate_replicas``.
+
+    Returns:
+        An :class:`InputPreview`, equal to what :func:`preview_input` gives on those devices.
+
+    Raises:
+        TypeError: If a count is not an int.
+        ValueError: If a count is below 1, or ``devices`` does not name one per replica.
+
+    Example:
+        >>> from mirrorkit.checks.input_preview import preview_split
+        >>> preview = preview_split(10, 4, 4)
+        >>> preview.ids_by_step()
+        {0: [(0,), (1,), (2,), (3,)], 1: [(4,), (5,), (6,), (7,)], 2: [(8,), (9,), (), ()]}
+        >>> [batch.status for batch in preview.batches if batch.step == 2]
+        ['full', 'full', 'EMPTY', 'EMPTY']
+    """
+    require_count("examples", examples, write="examples=50")
+    require_count("global_batch", global_batch, write="global_batch=16")
+    require_count("num_replicas", num_replicas, write="num_replicas=4")
+    if require_int("steps", steps, must="an int", write="steps=3") < 1:
+        refuse("steps", steps, must="at least 1", write="steps=3", error=ValueError)
+    devices = tuple(f"CPU:{r}" for r in range(num_replicas)) if devices is None else devices
+    if len(devices) != num_replicas:
+        must = f"one device name per replica ({num_replicas})"
+        refuse("devices", devices, must=must, write="devices=None", error=ValueError)
+    total = -(-examples // global_batch)
+    shown = list(range(min(steps, total)))
+    if total > steps and total <= SCAN_LIMIT:  # preview_input reads a short dataset to its end
+        shown.append(total - 1)
+    per_replica = batch_split.per_replica_batch(global_batch, num_replicas)
+    batches = []
+    for step in shown:
+        start = step * global_batch
+        size = min(global_batch, examples - start)
+        for replica, count in enumerate(batch_split.replica_batch_sizes(size, num_replicas)):
+            batches.append(
+                ReplicaBatch(
+                    step=step,
+                    replica=replica,
+                    device=devices[replica],
+                    ids=tuple(range(start, start + count)),
+                    shapes=((count,),),
+                    status=_status(count, per_replica),
+                )
+            )
+            start += count
+    preview = InputPreview(
+        method="experimental_distribute_dataset",
+        num_replicas=num_replicas,
+        global_batch=global_batch,
+        per_replica_batch=per_replica,
+        total_steps=total if total <= SCAN_LIMIT else None,
+        auto_shard_policy="AUTO",
+        fetch_to_device=True,
+        batches=tuple(batches),
+    )
+    return dataclasses.replace(
+        preview, warnings=_warnings(preview, False), notes=_notes(preview, False, False, steps)
     )
 
 

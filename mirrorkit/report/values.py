@@ -8,9 +8,9 @@ Example:
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
-
-import numpy as np
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _TF_NOISE = (
@@ -46,22 +46,30 @@ def number(x) -> str:
 
     Example:
         >>> from mirrorkit.report.values import number
-        >>> number(3.0), number(2 / 3), number(True), number(float("nan")), number(-np.inf)
+        >>> number(3.0), number(2 / 3), number(True), number(float("nan")), number(-float("inf"))
         ('3', '0.6667', 'True', 'nan', '-inf')
+        >>> import numpy as np
+        >>> number(np.bool_(True)), number(np.int64(7)), number(np.float32(0.1))
+        ('True', '7', '0.1')
     """
-    if isinstance(x, np.bool_ | bool):
+    if isinstance(x, bool) or _numpy_bool(x):
         return str(bool(x))
-    if isinstance(x, np.integer | int):
+    if isinstance(x, numbers.Integral):  # NumPy's integers register as Integral
         return str(int(x))
     x = float(x)
-    if not np.isfinite(x):
+    if not math.isfinite(x):
         return str(x)
     if x == int(x) and abs(x) < 1e15:
         return str(int(x))
     return f"{x:.4g}"
 
 
-def summarize(array: np.ndarray) -> str:
+def _numpy_bool(x) -> bool:
+    """Whether ``x`` is NumPy's bool scalar, told without importing NumPy (not an Integral)."""
+    return type(x).__module__ == "numpy" and type(x).__name__ in ("bool", "bool_")
+
+
+def summarize(array) -> str:
     """The values themselves when few, else mean / min / max.
 
     Example:
@@ -70,6 +78,8 @@ def summarize(array: np.ndarray) -> str:
         >>> summarize(np.array([1.0, 2.5])), summarize(np.arange(100.0))
         ('[1, 2.5]', 'mean 49.5, min 0, max 99')
     """
+    import numpy as np  # here, not at the top: the browser's modules import this one
+
     array = np.asarray(array)
     if array.size == 0:
         return "empty"
@@ -82,7 +92,7 @@ def summarize(array: np.ndarray) -> str:
     return f"{array.size} values"
 
 
-def _nested(array: np.ndarray) -> str:
+def _nested(array) -> str:
     if array.ndim == 1:
         return "[" + ", ".join(number(x) for x in array) + "]"
     return "[" + ", ".join(_nested(sub) for sub in array) + "]"

@@ -63,7 +63,7 @@ class Drawing:
         self.chunks = plan.chunks
         self.last = len(plan.steps)
         self.bounds = replay.chunk_bounds
-        self.itemsize = int(replay.inputs[0].itemsize)
+        self.itemsize = replay.itemsize
         self.step_bytes = replay.step_bytes()
         self.so_far = [0, *accumulate(self.step_bytes)]
         self.total = self.so_far[-1]

@@ -1,15 +1,18 @@
-"""Server-side drawing: small inline SVGs and HTML fragments shared by widgets and snapshots."""
+"""Server-side drawing: small inline SVGs and HTML fragments shared by widgets and snapshots.
+
+No NumPy at the top: the widgets that run in the browser (where there is none) import this
+module; the functions that draw arrays import it themselves.
+"""
 
 from __future__ import annotations
 
 import html
-
-import numpy as np
+import math
 
 from mirrorkit.report import style
 
 # The sequential palette (viridis), interpolated between its stops.
-_STOPS = np.array(style.SEQUENTIAL, dtype=float)
+_STOPS = tuple(tuple(float(c) for c in stop) for stop in style.SEQUENTIAL)
 
 GREEN = style.GOOD
 RED = style.BAD
@@ -22,10 +25,10 @@ def esc(text) -> str:
 
 
 def color(t: float) -> str:
-    t = 0.0 if not np.isfinite(t) else min(max(float(t), 0.0), 1.0)
+    t = 0.0 if not math.isfinite(t) else min(max(float(t), 0.0), 1.0)
     pos = t * (len(_STOPS) - 1)
     i = min(int(pos), len(_STOPS) - 2)
-    rgb = _STOPS[i] + (pos - i) * (_STOPS[i + 1] - _STOPS[i])
+    rgb = (a + (pos - i) * (b - a) for a, b in zip(_STOPS[i], _STOPS[i + 1], strict=True))
     red, green, blue = (int(round(c)) for c in rgb)
     return f"#{red:02x}{green:02x}{blue:02x}"
 
@@ -37,8 +40,10 @@ def _scale(value: float, lo: float, hi: float) -> float:
     return 0.5 if hi <= lo else (value - lo) / (hi - lo)
 
 
-def heat_strip_svg(array: np.ndarray, lo: float, hi: float, *, bins: int = 40) -> str:
+def heat_strip_svg(array, lo: float, hi: float, *, bins: int = 40) -> str:
     """A strip of colored cells: the flattened tensor averaged into at most ``bins`` chunks."""
+    import numpy as np
+
     flat = np.asarray(array, dtype=float).ravel()
     chunks = [c.mean() for c in np.array_split(flat, min(bins, flat.size)) if c.size]
     width, height = 160, 14
@@ -56,8 +61,10 @@ def heat_strip_svg(array: np.ndarray, lo: float, hi: float, *, bins: int = 40) -
     )
 
 
-def histogram_svg(array: np.ndarray, lo: float, hi: float, *, bins: int = 24) -> str:
+def histogram_svg(array, lo: float, hi: float, *, bins: int = 24) -> str:
     """Bars counting the tensor's values in ``bins`` equal ranges between ``lo`` and ``hi``."""
+    import numpy as np
+
     flat = np.asarray(array, dtype=float).ravel()
     flat = flat[np.isfinite(flat)]
     if hi <= lo:
@@ -82,6 +89,8 @@ def histogram_svg(array: np.ndarray, lo: float, hi: float, *, bins: int = 24) ->
 
 def value_html(array, summary: str, lo: float, hi: float, large_view: str, small: int) -> str:
     """A scalar or small vector as text; a large numeric tensor as a heat strip or histogram."""
+    import numpy as np
+
     array = np.asarray(array)
     text = f'<span class="mw-summary">{esc(summary)}</span>'
     if array.size <= small or array.dtype.kind not in "biuf":

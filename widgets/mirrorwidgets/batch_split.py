@@ -39,7 +39,8 @@ class BatchSplitView(SnapshotMixin, ipywidgets.VBox):
     batches (no example at all) are red, and the preview's warnings are shown below.
 
     Args:
-        preview: What ``mirrorkit.preview_input(strategy, dataset)`` returns.
+        preview: What ``mirrorkit.preview_input(strategy, dataset)`` returns, or, worked
+            out without TensorFlow, ``mirrorkit.checks.input_preview.preview_split``.
         title: Heading; by default the distribution method.
         **kwargs: Any trait below, or layout options of ``ipywidgets.VBox``.
 

@@ -430,3 +430,26 @@ def test_check_input_pipeline_calls_a_dataset_function_as_other_machines_would(s
         mk.check_input_pipeline(right, strategy)
     with pytest.raises(TypeError, match="repeats must be True or False"):
         mk.check_input_pipeline(right, strategy, global_batch=16, repeats="yes")
+
+
+@pytest.mark.parametrize(
+    ("examples", "global_batch", "steps"),
+    [
+        (50, 4 * REPLICAS, 1),
+        (64, 4 * REPLICAS, 3),
+        (10, 4, 2),
+        (7, 10, 3),
+        (5, 2 * REPLICAS - 1, 1),
+    ],
+)
+def test_the_worked_out_preview_is_what_the_strategy_delivers(
+    strategy, devices, examples, global_batch, steps
+):
+    from mirrorkit.checks.input_preview import preview_split
+    from mirrorkit.report.values import short_device
+
+    real = mk.preview_input(strategy, ids(examples, global_batch), steps=steps)
+    worked_out = preview_split(
+        examples, global_batch, REPLICAS, steps=steps, devices=[short_device(d) for d in devices]
+    )
+    assert worked_out == real

@@ -90,6 +90,35 @@ def test_schedule_refuses_what_it_cannot_play(call, error, match):
         call()
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_the_plain_python_sums_are_numpys_in_the_dtype_bit_for_bit(algorithm, dtype):
+    rng = np.random.default_rng(1)
+    scale = 10.0 ** rng.integers(-6, 5, size=(4, 37))  # magnitudes far apart: rounding shows
+    inputs = [np.asarray(row, dtype) for row in rng.standard_normal((4, 37)) * scale]
+    if dtype == "float16":
+        inputs[0][:3] = [60000.0, -60000.0, 1e-7]  # sums past 65504 (infinity); subnormals
+        inputs[1][:3] = [60000.0, -60000.0, 1e-7]
+        inputs[2][:3] = [1.0, -1.0, 1e-7]
+        inputs[3][:3] = [1.0, -1.0, 1e-7]
+    plan = schedule(algorithm, 4)
+    replay = mk.AllReduceReplay(plan, tuple("abcd"), tuple(inputs), tuple(inputs))
+    assert replay.dtype == dtype and replay.itemsize == np.dtype(dtype).itemsize
+    bounds = plan.chunk_bounds(37)
+    want = [x.copy() for x in inputs]
+    for k, step in enumerate(plan.steps, start=1):
+        sent = [(t, want[t.source][slice(*bounds[t.chunk])].copy()) for t in step.transfers]
+        for t, chunk in sent:
+            part = slice(*bounds[t.chunk])
+            with np.errstate(over="ignore"):  # float16 sums beyond 65504 are infinite
+                add = want[t.target][part] + chunk
+            want[t.target][part] = add if t.combine == "add" else chunk
+        for got, expected in zip(replay.buffers(k), want, strict=True):
+            np.testing.assert_array_equal(np.array(got, dtype), expected)
+    if dtype == "float16":
+        assert np.isinf(want[0][:2]).all() and 0 < want[0][2] < np.finfo(np.float16).tiny
+
+
 # -- the replay against the strategy -------------------------------------------------------
 
 
@@ -119,7 +148,7 @@ def test_the_replay_sums_real_gradients_as_the_strategy_does(strategy, algorithm
     ]
     for got, want in zip(replay.inputs, local, strict=True):
         np.testing.assert_array_equal(got, want)
-    assert replay.inputs[0].size == 15
+    assert replay.size == len(replay.inputs[0]) == 15
     assert replay.comparison.verdict in ("identical", "rounding")
     assert replay.comparison.strategy_error <= 1
     assert replay.comparison.replicas_agree
