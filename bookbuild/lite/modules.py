@@ -15,8 +15,12 @@ from __future__ import annotations
 # The modules a browser lab imports; the project modules they import come with them.
 BROWSER_MODULES = (
     "mirrorkit.checks.batch_split",
+    "mirrorkit.checks.loss_shares",
     "mirrorkit.checks.input_preview",
     "mirrorkit.measure.schedules",
+    "mirrorkit.training.dynamic_loss_scale",
+    "mirrorkit.training.float16",
+    "mirrorkit.training.learning_rate_rules",
     "mirrorkit.measure.replay",
     "mirrorwidgets.all_reduce_stepper",
     "mirrorwidgets.batch_split",

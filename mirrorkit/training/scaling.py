@@ -28,6 +28,7 @@ from mirrorkit._validate import (
 )
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import number
+from mirrorkit.training.learning_rate_rules import scaled_learning_rate
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ def linear_scaling_schedule(base_learning_rate: float, replicas: int, *, warmup_
     )
     require_whole("replicas", replicas, minimum=1, write="replicas=4")
     require_whole("warmup_steps", warmup_steps, write="warmup_steps=8 (or 0 for none)")
-    target = base_learning_rate * replicas
+    target = scaled_learning_rate(base_learning_rate, replicas)  # the browser's rule too
     if warmup_steps == 0:
         return target
     import keras
@@ -375,7 +376,7 @@ def _sweep_set_up(
 
 def _train(runner, x, y, epochs, rate, scale, warmup, window):
     k = runner.strategy.num_replicas_in_sync
-    peak = rate * k if scale else rate
+    peak = scaled_learning_rate(rate, k) if scale else rate
     schedule = linear_scaling_schedule(rate, k, warmup_steps=warmup) if scale else rate
 
     @functools.cache
