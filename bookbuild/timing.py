@@ -48,7 +48,7 @@ ALLOWANCES = {
     ("reference", "unit tests"): 780,  # with the real Slurm (test_slurm_job.py)
     ("reference", "chapters"): 220,
     ("reference", "grading"): 720,
-    ("reference", "browser"): 150,
+    ("reference", "browser"): 290,  # with the browser lab site (test_lite_site.py, ~105 s)
     ("reference", "nbval"): 500,
     ("python3.12", "set-up"): 240,
     ("python3.12", "doctests"): 60,
@@ -66,11 +66,10 @@ ALLOWANCES = {
     ("hosted", "chapters"): 80,
 }
 CI_CORES = 2  # CI's machine: the stages' CPU seconds over this bound its wall time below
-WALL_ALLOWANCE = 30 * 60  # seconds; with RESERVED, the README's promise of 35 minutes
+WALL_ALLOWANCE = 31 * 60  # seconds; with RESERVED, the README's promise of 35 minutes
 # Minutes of wall time kept free for the issues filed beside the time budget (35 - 30 = 5):
 # a third of each one's expected stage seconds.
 RESERVED = {
-    "the browser-lab site: its build and its browser test (~180 s)": 1,
     "stricter grading (more submissions, held-out answers: ~270 s)": 1.5,
 }
 
