@@ -59,7 +59,7 @@ def links_source(manifest: dict, chapter: dict) -> str:
         >>> from bookbuild.manifest import load_manifest
         >>> manifest = load_manifest()
         >>> print(links_source(manifest, chapters_with_labs(manifest)[0]))  # doctest: +ELLIPSIS
-        This lab is chapter 2's idea, *Datasets and input distribution*, ... [on GitHub](https://github.com/mirrorbook/mirrorbook/blob/main/book/02_input_distribution.ipynb) ...
+        This lab is chapter 2's idea, *Datasets and input distribution*, ...[on GitHub](https://github.com/mirrorbook/mirrorbook/blob/main/book/02_input_distribution.ipynb); [open the chapter in Colab](...) ...
     """  # noqa: E501
     number = manifest["chapters"].index(chapter) + 1
     book = manifest["book"]
@@ -68,8 +68,9 @@ def links_source(manifest: dict, chapter: dict) -> str:
     return (
         f"This lab is chapter {number}'s idea, *{chapter['title']}*, run in your browser: "
         "no installation, the book's own code, and no TensorFlow (it does not run in a "
-        "browser). The chapter is still open in the tab you came from, and with its outputs "
-        f"[on GitHub]({github}); [open the chapter in Colab]({colab_url(manifest, chapter)}) "
+        "browser). Came from the book? The chapter is still open in your first tab; it is "
+        f"also, with its outputs, [on GitHub]({github}); "
+        f"[open the chapter in Colab]({colab_url(manifest, chapter)}) "
         "to run the real thing, with TensorFlow."
     )
 
