@@ -301,7 +301,7 @@ def budget_report(times: dict) -> tuple[str, bool]:
         >>> print(text)
         job        stage  cpu s  seconds  allowance
         reference  lint       9       12         30
-        wall time             9     1900       1800  OVER
+        wall time             9     1900       1860  OVER
         >>> within
         False
     """
