@@ -16,6 +16,7 @@ from __future__ import annotations
 BROWSER_MODULES = (
     "mirrorkit.checks.batch_split",
     "mirrorkit.checks.loss_shares",
+    "mirrorkit.checks.auto_shard",
     "mirrorkit.checks.input_preview",
     "mirrorkit.measure.schedules",
     "mirrorkit.training.dynamic_loss_scale",
