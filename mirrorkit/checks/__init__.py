@@ -16,4 +16,6 @@
   partitioner made for a given cluster.
 * :mod:`~mirrorkit.checks.accumulation`, :mod:`~mirrorkit.checks.clipping`: gradient
   accumulation and clipping under a strategy.
+* :mod:`~mirrorkit.checks.loss_shares`, :mod:`~mirrorkit.checks.auto_shard`: loss shares and
+  auto-sharding worked out without TensorFlow (chapters 3, 4 and 6, and their browser labs).
 """

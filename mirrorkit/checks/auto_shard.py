@@ -1,22 +1,11 @@
 """Which examples each worker trains on under tf.data's auto-shard policies, in plain Python.
 
 ``MultiWorkerMirroredStrategy.experimental_distribute_dataset`` runs the whole input pipeline
-on every worker and then cuts it down, as the dataset's ``auto_shard_policy`` says:
-
-* ``FILE``: file ``i`` goes to worker ``i % num_workers``; each worker reads only its files,
-  batches them by the global batch and cuts each batch into per-replica pieces.
-* ``DATA``: every worker reads everything; each global batch is cut into ``num_workers``
-  pieces of ``ceil(batch / num_workers)`` examples, in order, as one worker cuts a batch for
-  its replicas (:func:`~mirrorkit.checks.batch_split.replica_batch_sizes`), and worker ``w``
-  keeps piece ``w`` (a short last batch leaves the last workers fewer examples, or none).
-* ``OFF``: nothing is cut away: every worker trains on every example.
-* ``AUTO`` (the default): ``FILE`` for a dataset read from files, ``DATA`` otherwise.
-
-The per-replica pieces of ``FILE`` and ``OFF`` are TensorFlow's rebatching
-(``tf.data.experimental.ops.distribute.batch_sizes_for_worker``): the global batch split into
-``num_workers`` sizes that differ by at most one, larger first, rotated left by the worker's
-index, taken in a cycle. This module models one replica per worker (a worker without GPUs, as
-in chapter 6) and imports no TensorFlow, so it runs where TensorFlow cannot.
+on every worker and cuts it down as the dataset's ``auto_shard_policy`` says (:data:`POLICIES`;
+:func:`worker_batches` says how each cuts). Under ``FILE`` and ``OFF`` a worker's batches are
+split into the pieces of TensorFlow's rebatching (:func:`rebatch_sizes`). This module models
+one replica per worker (a worker without GPUs, as in chapter 6) and imports no TensorFlow, so it
+runs where TensorFlow cannot.
 
 Example:
     >>> from mirrorkit.checks.auto_shard import worker_batches
@@ -37,6 +26,10 @@ POLICIES = ("AUTO", "FILE", "DATA", "OFF")
 
 def rebatch_sizes(global_batch: int, num_workers: int, worker: int) -> list[int]:
     """The piece sizes one worker cuts its batches into under ``FILE`` and ``OFF``.
+
+    TensorFlow's ``batch_sizes_for_worker``: the global batch split into ``num_workers`` sizes
+    that differ by at most one, larger first, rotated left by the worker's index. A worker
+    takes them in a cycle, a piece never reaching into the next batch.
 
     Args:
         global_batch: The batch size given to ``.batch()``, 1 or more.
@@ -103,7 +96,17 @@ def worker_batches(
 
     Give either ``examples`` (a dataset not read from files, such as ``Dataset.range(16)``)
     or ``files`` (one list of examples per file, in the order the files are listed and read
-    one after the other).
+    one after the other). The policies:
+
+    * ``FILE``: file ``i`` goes to worker ``i % num_workers``; each worker reads only its
+      files, batches them by the global batch and cuts each batch into :func:`rebatch_sizes`.
+    * ``DATA``: every worker reads everything; each global batch is cut into ``num_workers``
+      pieces as one worker cuts a batch for its replicas
+      (:func:`~mirrorkit.checks.batch_split.replica_batch_sizes`), and worker ``w`` keeps piece
+      ``w``: the last workers may get fewer examples, or none (4 on 3 workers: 2, 2, 0).
+    * ``OFF``: nothing is cut away: every worker trains on every example, in the pieces of
+      :func:`rebatch_sizes`.
+    * ``AUTO`` (the default): ``FILE`` for a dataset read from files, ``DATA`` otherwise.
 
     Args:
         examples: The dataset's examples, in order.

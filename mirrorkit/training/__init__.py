@@ -9,6 +9,10 @@
   refusing one written by another model or optimizer.
 * :mod:`~mirrorkit.training.scaling`: one task trained at several replica counts, to compare
   learning-rate rules side by side.
+* :mod:`~mirrorkit.training.learning_rate_rules`, :mod:`~mirrorkit.training.float16` and
+  :mod:`~mirrorkit.training.dynamic_loss_scale`: without TensorFlow, the learning rate of each
+  step, float16's range, and Keras's dynamic loss scale (chapters 4 and 8, and their browser
+  labs).
 
 Example:
     >>> from mirrorkit.training.scaling import linear_scaling_schedule
