@@ -11,20 +11,9 @@ import pytest
 
 from bookbuild.execute import notebook_client
 from tests.conftest import ROOT
+from tests.refuse_heavy import REFUSE  # run first in the lab's kernel, as in the browser
 
 LABS = sorted((ROOT / "book" / "browser").glob("*.ipynb"))
-
-# Run first, in the lab's kernel: any import of these three fails there, as in the browser.
-REFUSE = """\
-import sys
-
-class _RefuseInBrowserLab:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("tensorflow", "keras", "numpy"):
-            raise ImportError(f"{name} is not in the browser (Pyodide): a lab must not import it")
-
-sys.meta_path.insert(0, _RefuseInBrowserLab())
-"""
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda path: path.name)

@@ -17,17 +17,12 @@ import pytest
 
 from bookbuild.lite import wheels
 from bookbuild.lite.modules import BROWSER_MODULES
+from tests.refuse_heavy import REFUSE
 
-PROBE = textwrap.dedent(
+PROBE = REFUSE + textwrap.dedent(
     """
-    import importlib, sys
+    import importlib
 
-    class Refuse:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("tensorflow", "keras", "numpy"):
-                raise ImportError(f"{name} is refused here")
-
-    sys.meta_path.insert(0, Refuse())
     for name in sys.argv[1:]:
         importlib.import_module(name)
     import mirrorkit, mirrorwidgets

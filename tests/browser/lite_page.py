@@ -1,7 +1,8 @@
 """Drive the browser lab site in Chromium with every host but 127.0.0.1 refused.
 
 Used by tests/browser/test_lite_site.py and bench/lite_load.py: a static server for the built
-book, a Chromium that cannot reach the network, and the steps of opening a lab and running it.
+book (test_book_pages.py serves it too), a Chromium that cannot reach the network, and the steps
+of opening a lab and running it.
 """
 
 from __future__ import annotations

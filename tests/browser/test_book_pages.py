@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import functools
-import http.server
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.browser import test_jupyterlab as lab_test
+from tests.browser.lite_page import serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
@@ -40,24 +38,11 @@ MEASURE_ALL = """pres => pres.map(pre => {
 MEASURE = f"selector => ({MEASURE_ALL})(Array.from(document.querySelectorAll(selector)))"
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def book_server(book_html: Path) -> Iterator[str]:
     """The built book over http on 127.0.0.1 (a free port), stopped afterwards."""
-    handler = functools.partial(_QuietHandler, directory=str(book_html))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, name="book-server", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serve(book_html) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
