@@ -23,6 +23,7 @@ BROWSER_MODULES = (
     "mirrorkit.training.float16",
     "mirrorkit.training.learning_rate_rules",
     "mirrorkit.measure.replay",
+    "mirrorkit.measure.links",
     "mirrorwidgets.all_reduce_stepper",
     "mirrorwidgets.batch_split",
 )
