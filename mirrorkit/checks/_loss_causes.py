@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from mirrorkit.checks.loss_shares import divisor
 from mirrorkit.checks.step_equivalence import (
     AVERAGED_TWICE,
     KERAS_DEFAULT_UNEVEN,
@@ -61,8 +62,12 @@ def _close(measured, predicted) -> bool:
 
 def _data_patterns(local, n, b, good, sizes_text):
     """(cause, example weights it predicts, message) for each known bug of the data loss."""
+
+    def shares(division):  # the browser labs' arithmetic (mirrorkit.checks.loss_shares)
+        return [b / divisor(division, int(s), int(b), n) for s in local]
+
     return [
-        (RIGHT, [1.0] * len(local), ""),
+        (RIGHT, shares("global batch"), ""),
         (
             NEGATED,
             [-1.0] * len(local),
@@ -70,7 +75,7 @@ def _data_patterns(local, n, b, good, sizes_text):
         ),
         (
             KERAS_DEFAULT_UNEVEN,
-            [b / (n * s) for s in local],
+            shares("keras default"),
             f"Each replica divides its summed loss by its OWN batch size times "
             f"{n} replicas: that is what a Keras loss with the default reduction "
             f"'sum_over_batch_size' does under tf.distribute (and "
@@ -80,14 +85,14 @@ def _data_patterns(local, n, b, good, sizes_text):
         ),
         (
             LOCAL_MEAN,
-            [b / s for s in local],
+            shares("local mean"),
             f"Each replica averages its loss over its local batch (a plain mean), and the "
             f"all-reduce then SUMS the {n} replicas' gradients: about {n}x too big. Divide "
             f"by the global batch instead: {good}.",
         ),
         (
             SCALED_TWICE,
-            [b / (n * n * s) for s in local],
+            shares("keras default / N"),
             f"The loss is divided by the number of replicas twice: a Keras loss with the "
             f"default reduction already divides by num_replicas_in_sync under "
             f"tf.distribute, so do not divide it by {n} again (Keras 2-era advice).",
@@ -118,7 +123,7 @@ def _data_patterns(local, n, b, good, sizes_text):
         ),
         (
             SUM_REDUCTION,
-            [float(b)] * len(local),
+            shares("sum"),
             f"The per-example losses are summed and never divided by the global batch "
             f"({b}): a loss with reduction='sum'. Divide by the global batch size: "
             f"{good}.",
