@@ -32,6 +32,9 @@ CONFIG = {
     "jupyter-lite-schema-version": 0,
     "jupyter-config-data": {
         "appName": "mirrorbook browser labs",
+        # The site's own address opens the list of labs: the lab app is not built.
+        "appUrl": "./tree",
+        "faviconUrl": "./tree/favicon.ico",
         "litePluginSettings": {KERNEL_PLUGIN: {"disablePyPIFallback": True}},
         # window.jupyterapp: the browser tests read the notebook and its kernel through it.
         "exposeAppInBrowser": True,

@@ -121,3 +121,15 @@ def test_the_ring_stepper_shows_the_stored_values_and_their_float32_sums(site, b
         widget.screenshot(path=str(ARTIFACTS / "lite_stepper_step_1.png"))
     finally:
         page.close()
+
+
+def test_the_sites_own_address_lists_every_lab(site, browser):
+    page = browser.new_page()
+    try:
+        page.goto(f"{site}/lite/")
+        page.wait_for_url("**/lite/tree/**", timeout=60_000)
+        names = page.locator(".jp-DirListing-itemText")
+        names.first.wait_for(timeout=60_000)
+        assert {c["browser_lab_path"].name for c in LABS} <= set(names.all_inner_texts())
+    finally:
+        page.close()
