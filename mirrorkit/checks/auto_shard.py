@@ -117,7 +117,7 @@ def worker_batches(
         files: The examples of each file, for a dataset read from files.
 
     Returns:
-        One list per step, each this worker's local batch (it may be empty).
+        This worker's local batches, in the order its pipeline yields them (some may be empty).
 
     Raises:
         TypeError: If an argument is of the wrong kind.
