@@ -71,3 +71,37 @@ def test_the_lab_link_goes_under_the_colab_link_once_however_often_it_is_written
     assert once.index("Open this chapter in Colab") < once.index(links.TEXT) < once.index("Next")
     assert 'href="lite/notebooks/index.html?path=02_x.ipynb" target="_blank"' in once
     assert links._with_link("<p>no colab link</p>", colab, "lite/x") is None
+
+
+def test_each_lab_gets_its_links_cell_second_and_its_data_files(tmp_path):
+    import nbformat
+
+    from bookbuild.lite.contents import LINKS_TAG, chapters_with_labs, write_contents
+    from bookbuild.manifest import load_manifest
+
+    manifest = load_manifest()
+    written = write_contents(manifest, tmp_path)
+    assert [p.name for p in written] == [
+        c["browser_lab_path"].name for c in chapters_with_labs(manifest)
+    ]
+    for path, chapter in zip(written, chapters_with_labs(manifest), strict=True):
+        cells = nbformat.read(path, as_version=4).cells
+        assert cells[0].source.startswith("# Chapter ")
+        assert cells[1].metadata["tags"] == [LINKS_TAG]
+        assert chapter["file"] in cells[1].source  # GitHub's and Colab's addresses of it
+        assert "colab.research.google.com" in cells[1].source
+    assert (tmp_path / "05_ring_values.json").is_file()
+
+
+def test_a_lab_without_its_title_first_is_refused(tmp_path):
+    import nbformat
+
+    from bookbuild.lite.contents import write_contents
+
+    lab = tmp_path / "book" / "browser" / "02_x.ipynb"
+    lab.parent.mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), lab)
+    chapter = {"file": "02_x.ipynb", "title": "X", "browser_lab_path": lab}
+    manifest = {"chapters": [chapter]}
+    with pytest.raises(SystemExit, match="opens with its title, a markdown cell"):
+        write_contents(manifest, tmp_path / "out")
