@@ -2,7 +2,7 @@
 
 Plain Python, no NumPy: the replay runs in the browser labs too (docs/design/browser-labs.md).
 Each replica's values are an ``array.array`` whose sums round to the values' own dtype as
-the devices' additions do (:mod:`mirrorkit.measure._floats`); NumPy arrays, what TensorFlow
+the devices' additions do (:mod:`mirrorkit._floats`); NumPy arrays, what TensorFlow
 gives, are converted when a replay is made. Why two correct all-reduces can differ, and by
 how much: docs/design/measure.md.
 
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from mirrorkit import _floats
 from mirrorkit._validate import refuse, require_count
-from mirrorkit.measure import _floats
 from mirrorkit.measure.schedules import Schedule, schedule
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.units import format_size
@@ -260,7 +260,6 @@ class AllReduceReplay(Reported):
         write = f"a step from 0 (the inputs) to {last} (the result), e.g. step={last}"
         if isinstance(step, numbers.Integral) and not isinstance(step, bool):
             step = int(step)  # NumPy's integers too
-
         return require_count("step", step, minimum=0, maximum=last, write=write)
 
     def report(self) -> Report:

@@ -17,12 +17,15 @@ Example:
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 
+from mirrorkit._floats import rounded
 from mirrorkit._validate import require_count, require_flag, require_items, require_number
 from mirrorkit.training.float16 import to_float16
+
+_float32_of = partial(rounded, dtype="float32")  # a float32 value, as Keras keeps it
 
 
 @dataclass(frozen=True)
@@ -49,14 +52,6 @@ class ScaleStep:
     applied: bool
     next_scale: float
     good_steps: int
-
-
-def _float32(value: float) -> float:
-    """``value`` rounded to float32, ``inf`` past its range (the scale is a float32)."""
-    try:
-        return struct.unpack("<f", struct.pack("<f", value))[0]
-    except OverflowError:
-        return math.copysign(math.inf, value)
 
 
 def next_scale(
@@ -90,9 +85,9 @@ def next_scale(
     require_flag("finite", finite, effect="for a step that overflowed")
     require_count("dynamic_growth_steps", dynamic_growth_steps, write="dynamic_growth_steps=2000")
     if not finite:
-        return _float32(scale * 0.5), 0
+        return _float32_of(scale * 0.5), 0
     if good_steps == dynamic_growth_steps - 1:
-        return _float32(scale * 2.0), 0
+        return _float32_of(scale * 2.0), 0
     return scale, good_steps + 1
 
 
@@ -121,7 +116,7 @@ def dynamic_loss_scale(
         ([32768, 32768, 65536, 65536, 32768, 32768], [3])
     """
     flags = require_items("finite", finite, write="finite=[True, True, False]", allow_empty=True)
-    scale = _float32(
+    scale = _float32_of(
         require_number("initial_scale", initial_scale, above=0, write="initial_scale=2.0**15")
     )
     good_steps, steps = 0, []
@@ -171,7 +166,7 @@ def scale_search(
         write="largest_gradients=[0.5, 3.0]",
         allow_empty=True,
     )
-    scale = _float32(
+    scale = _float32_of(
         require_number("initial_scale", initial_scale, above=0, write="initial_scale=2.0**15")
     )
     good_steps, steps = 0, []

@@ -15,8 +15,8 @@ Example:
 from __future__ import annotations
 
 import math
-import struct
 
+from mirrorkit._floats import rounded
 from mirrorkit._validate import require_number
 
 FLOAT16_MAX = 65504.0
@@ -51,10 +51,7 @@ def to_float16(value: float) -> float:
     if isinstance(value, float) and math.isnan(value):
         return value
     value = require_number("value", value, write="value=0.001")
-    try:
-        return struct.unpack("<e", struct.pack("<e", value))[0]
-    except OverflowError:
-        return math.copysign(math.inf, value)
+    return rounded(value, "float16")
 
 
 def scaled_in_float16(gradient: float, scale: float) -> tuple[float, float]:

@@ -15,13 +15,15 @@ Example:
 
 from __future__ import annotations
 
-import math
-import struct
+from functools import partial
 
+from mirrorkit._floats import rounded
 from mirrorkit._validate import require_choice, require_number, require_whole
 
 RULES = ("same", "linear", "sqrt")
 """The rules :func:`scaled_learning_rate` knows: the same rate, times k, times sqrt(k)."""
+
+_float32_of = partial(rounded, dtype="float32")  # a float32 value, as Keras keeps it
 
 
 def scaled_learning_rate(base_learning_rate: float, replicas: int, *, rule: str = "linear"):
@@ -59,14 +61,6 @@ def scaled_learning_rate(base_learning_rate: float, replicas: int, *, rule: str 
     return base_learning_rate * replicas**0.5
 
 
-def _float32(value: float) -> float:
-    """``value`` rounded to the nearest float32 (inf beyond its range), as a Python float."""
-    try:
-        return struct.unpack("<f", struct.pack("<f", value))[0]
-    except OverflowError:
-        return math.copysign(math.inf, value)
-
-
 def warmup_learning_rate(
     step: int, base_learning_rate: float, target_learning_rate: float, *, warmup_steps: int
 ) -> float:
@@ -102,12 +96,12 @@ def warmup_learning_rate(
         "target_learning_rate", target_learning_rate, above=0, write="target_learning_rate=0.8"
     )
     require_whole("warmup_steps", warmup_steps, write="warmup_steps=8 (or 0 for none)")
-    base, target = _float32(base_learning_rate), _float32(target_learning_rate)
+    base, target = _float32_of(base_learning_rate), _float32_of(target_learning_rate)
     if step >= warmup_steps:
         return target
-    fraction = _float32(_float32(step) / _float32(warmup_steps))
-    rise = _float32(target - base)
-    return _float32(_float32(rise * fraction) + base)
+    fraction = _float32_of(_float32_of(step) / _float32_of(warmup_steps))
+    rise = _float32_of(target - base)
+    return _float32_of(_float32_of(rise * fraction) + base)
 
 
 def learning_rates(

@@ -1,6 +1,7 @@
-"""Float vectors in plain Python that add as float16, float32 or float64 hardware adds.
+"""Floats and float vectors in plain Python, rounded as float16, float32 or float64 hardware rounds.
 
-The all-reduce replay runs in the browser too, where there is no NumPy. A replica's values
+The all-reduce replay, the loss-scale rule and the warm-up run in the browser too, where
+there is no NumPy. One value is rounded with ``struct`` (:func:`rounded`). A replica's values
 are kept in an ``array.array``: ``"d"`` for float64, ``"f"`` for float32 and float16 (every
 float16 value is a float32 value). Two values are added in Python's double and the sum is
 rounded to the dtype: storing it into ``array("f")`` rounds to float32, and ``struct``'s
@@ -11,7 +12,7 @@ precision plus two, so rounding it again to the dtype changes nothing: bit for b
 devices' sums.
 
 Example:
-    >>> from mirrorkit.measure._floats import add, vector
+    >>> from mirrorkit._floats import add, vector
     >>> a, dtype = vector([0.1, 1e8], "float32"), "float32"
     >>> add(a, vector([0.2, 1.0], dtype), dtype).tolist()  # 1e8 + 1 rounds back to 1e8
     [0.30000001192092896, 100000000.0]
@@ -29,17 +30,19 @@ ITEMSIZE = {"float16": 2, "float32": 4, "float64": 8}
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "float32": 2.0**-24, "float64": 2.0**-53}
 TINY = {"float16": 2.0**-14, "float32": 2.0**-126, "float64": 2.0**-1022}
 _TYPECODE = {"float16": "f", "float32": "f", "float64": "d"}
+_STRUCT = {"float16": "<e", "float32": "<f", "float64": "<d"}
 
 
 def vector(values, dtype: str) -> array:
     """``values`` (floats) as one replica's vector of ``dtype``, each rounded to it.
 
     Example:
-        >>> from mirrorkit.measure._floats import vector
+        >>> from mirrorkit._floats import vector
         >>> vector([1 / 3], "float16").tolist(), vector([1 / 3], "float32").tolist()
         ([0.333251953125], [0.3333333432674408])
     """
-    return array(_TYPECODE[dtype], map(_half, values) if dtype == "float16" else values)
+    values = (rounded(x, "float16") for x in values) if dtype == "float16" else values
+    return array(_TYPECODE[dtype], values)
 
 
 def add(a: array, b: array, dtype: str) -> array:
@@ -47,9 +50,18 @@ def add(a: array, b: array, dtype: str) -> array:
     return vector([x + y for x, y in zip(a, b, strict=True)], dtype)
 
 
-def _half(x: float) -> float:
-    """``x`` rounded to the nearest float16 (to nearest, ties to even), as a float."""
+def rounded(x: float, dtype: str) -> float:
+    """``x`` rounded to the nearest ``dtype`` value (ties to even), as a Python float.
+
+    Beyond the dtype's largest value it is infinity with ``x``'s sign, as a cast gives.
+
+    Example:
+        >>> from mirrorkit._floats import rounded
+        >>> rounded(0.1, "float16"), rounded(0.1, "float32"), rounded(70000.0, "float16")
+        (0.0999755859375, 0.10000000149011612, inf)
+    """
+    code = _STRUCT[dtype]
     try:
-        return struct.unpack("e", struct.pack("e", x))[0]
-    except OverflowError:  # beyond float16's largest value, 65504: infinity, as NumPy gives
+        return struct.unpack(code, struct.pack(code, x))[0]
+    except OverflowError:
         return math.copysign(math.inf, x)
