@@ -99,10 +99,22 @@ def colab_url(manifest: dict, chapter: dict) -> str:
         >>> colab_url(manifest, manifest["chapters"][0])
         'https://colab.research.google.com/github/mirrorbook/mirrorbook/blob/main/book/01_strategy_scope.ipynb'
     """  # noqa: E501
+    on_github = github_url(manifest, chapter).removeprefix("https://github.com/")
+    return f"https://colab.research.google.com/github/{on_github}"
+
+
+def github_url(manifest: dict, chapter: dict) -> str:
+    """A chapter's notebook in the book's repository on GitHub, at the manifest's ref.
+
+    Example:
+        >>> from bookbuild.manifest import load_manifest
+        >>> manifest = load_manifest()
+        >>> github_url(manifest, manifest["chapters"][1])
+        'https://github.com/mirrorbook/mirrorbook/blob/main/book/02_input_distribution.ipynb'
+    """
     book = manifest["book"]
-    repository = book["repository"].removeprefix("https://github.com/")
     path = chapter["path"].relative_to(manifest["folder"]).as_posix()
-    return f"https://colab.research.google.com/github/{repository}/blob/{book['ref']}/{path}"
+    return f"{book['repository']}/blob/{book['ref']}/{path}"
 
 
 def colab_link_source(manifest: dict, chapter: dict) -> str:

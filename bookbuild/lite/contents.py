@@ -17,7 +17,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bookbuild.cells import colab_url
+from bookbuild.cells import colab_url, github_url
 
 LINKS_TAG = "lab-links"
 # Where the site lands inside the HTML book's folder, and the page that opens one notebook.
@@ -62,9 +62,7 @@ def links_source(manifest: dict, chapter: dict) -> str:
         This lab is chapter 2's idea, *Datasets and input distribution*, ...[on GitHub](https://github.com/mirrorbook/mirrorbook/blob/main/book/02_input_distribution.ipynb); [open the chapter in Colab](...) ...
     """  # noqa: E501
     number = manifest["chapters"].index(chapter) + 1
-    book = manifest["book"]
-    path = chapter["path"].relative_to(manifest["folder"]).as_posix()
-    github = f"{book['repository']}/blob/{book['ref']}/{path}"
+    github = github_url(manifest, chapter)
     return (
         f"This lab is chapter {number}'s idea, *{chapter['title']}*, run in your browser: "
         "no installation, the book's own code, and no TensorFlow (it does not run in a "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import shutil
+import sys
 import tarfile
 from pathlib import Path
 
@@ -86,21 +87,20 @@ def pyodide_runtime(into: Path) -> Path:
     return into
 
 
-def wheels(requirements: Path, into: Path, *, python: str = "python3") -> list[Path]:
+def wheels(requirements: Path, into: Path) -> list[Path]:
     """The pure-Python wheels a requirements file pins, checked against its sums.
 
     Args:
         requirements: ``requirements/lite-kernel.txt`` or ``lite-site.txt``.
         into: Where to copy them (made if missing).
-        python: An interpreter with pip (the book's environment's).
 
     Returns:
         The wheels, copied into ``into``.
 
     Example:
-        >>> import sys, tempfile
+        >>> import tempfile
         >>> with tempfile.TemporaryDirectory() as folder:  # doctest: +SKIP
-        ...     [p.name for p in wheels(SITE_WHEELS, Path(folder), python=sys.executable)][0]
+        ...     [p.name for p in wheels(SITE_WHEELS, Path(folder))][0]
         'comm-0.2.3-py3-none-any.whl'
     """
     folder = CACHE / "wheels"
@@ -109,7 +109,7 @@ def wheels(requirements: Path, into: Path, *, python: str = "python3") -> list[P
     have = {_wheel_key(p.name): p for p in folder.glob("*.whl")} if folder.is_dir() else {}
     if not expected <= set(have):
         run(
-            python,
+            sys.executable,  # the book's environment's pip
             "-m",
             "pip",
             "download",

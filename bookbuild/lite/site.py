@@ -76,9 +76,9 @@ def build_lite(html_folder: Path | None = None, manifest: dict | None = None) ->
     with tempfile.TemporaryDirectory(prefix="mirrorbook-lite-") as folder:
         source = Path(folder)
         runtime = pyodide_runtime(source / "static" / "pyodide")
-        wheels(KERNEL_WHEELS, runtime, python=sys.executable)
+        wheels(KERNEL_WHEELS, runtime)
         rewrite_lock(runtime)
-        wheels(SITE_WHEELS, source / "pypi", python=sys.executable)
+        wheels(SITE_WHEELS, source / "pypi")
         build_wheels(source / "pypi")
         labs = write_contents(manifest, source / "files")
         (source / "jupyter-lite.json").write_text(json.dumps(CONFIG, indent=2))
