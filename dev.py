@@ -40,8 +40,8 @@ USAGE = """mirrorbook's task runner. Needs only Python (3.11, 3.12 or 3.13) and 
     python3 dev.py lock         refresh requirements/*.txt (uv pip compile), not part of CI
     python3 dev.py release V    set the book's version V everywhere: a release (0.2.0) points
                                 every chapter's set-up cell and Colab link at its tag v0.2.0,
-                                a development version (0.3.0.dev0) at the branch (README,
-                                "Releases")
+                                a development version (0.3.0.dev0) at the branch
+                                (docs/releasing.md)
     python3 dev.py test-latest  run the tests against the newest releases on the package
                                 index, ignoring the lock, and report what broke (not CI)
     python3 dev.py test-next    the same against the next TensorFlow above the supported
@@ -53,7 +53,7 @@ Set-up makes virtual environments (.venv for the book, .venvs/ for the other tes
 pinned by requirements/*.txt, reused until a lock or pyproject file changes, and installs
 graphviz's `dot` (and, for the tests, Chromium) with apt-get when run as root. Everything
 the book needs is read from jupyter_book.toml. This file only dispatches the commands; the
-set-up, the test jobs and the book's own logic are in bookbuild/ (README, "Developing").
+set-up, the test jobs and the book's own logic are in bookbuild/ (docs/developing.md).
 """
 
 
