@@ -25,7 +25,9 @@ def notebook_client(nb, *, timeout: int, cwd: Path, allow_errors: bool = False) 
     r"""An nbclient client whose kernel talks over local sockets in a private temp folder.
 
     IPC sockets keep the kernel off the network entirely (the default is TCP on loopback,
-    unencrypted); the folder and its sockets go away afterwards.
+    unencrypted); the folder and its sockets go away afterwards. Its kernel client takes each
+    cell's reply as it arrives (:mod:`bookbuild.kernel_client`): nbclient's own can sleep
+    through one until the cell's timeout.
 
     Args:
         nb: The notebook to run, an ``nbformat`` notebook; outputs are written into it.
@@ -51,6 +53,7 @@ def notebook_client(nb, *, timeout: int, cwd: Path, allow_errors: bool = False) 
         config = Config()
         config.KernelManager.transport = "ipc"
         config.KernelManager.ip = str(Path(sockets) / "kernel")
+        config.AsyncKernelManager.client_class = "bookbuild.kernel_client.PromptKernelClient"
         yield NotebookClient(
             nb,
             config=config,
