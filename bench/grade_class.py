@@ -31,8 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bookbuild.exercises import exercises  # noqa: E402
 from bookbuild.grading.submission import ANSWER_TAGS  # noqa: E402
-from bookbuild.labs import LABS, chapters_with_exercises, exercises  # noqa: E402
+from bookbuild.labs import LABS, chapters_with_exercises  # noqa: E402
 from bookbuild.manifest import load_manifest  # noqa: E402
 
 LINE = re.compile(r"^\[grade\] \d+/\d+ (?P<student>\S+): \S+ \S+ in (?P<seconds>\d+) s")

@@ -1,21 +1,19 @@
 """Classroom labs: a student edition and an autograder for every chapter with exercises.
 
-The chapters' exercise format, and why otter-grader: docs/design/build.md ("The labs").
-Grading the submissions is :mod:`bookbuild.grading`.
+The chapters' exercises are read by :mod:`bookbuild.exercises`; why otter-grader:
+docs/design/build.md ("The labs"). Grading the submissions is :mod:`bookbuild.grading`,
+with the grading program each lab holds (:mod:`bookbuild.grading.program`).
 
 Example:
-    >>> import nbformat
     >>> from bookbuild.manifest import load_manifest
-    >>> (chapter,) = chapters_with_exercises(load_manifest(), ["3"])
-    >>> [e.name for e in exercises(nbformat.read(chapter["path"], as_version=4))][:2]
-    ['ex1', 'ex2']
+    >>> [c["file"] for c in chapters_with_exercises(load_manifest(), ["3"])]
+    ['03_custom_training_loops.ipynb']
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-import re
 import shutil
 import subprocess
 import sys
@@ -24,115 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookbuild import ROOT
+from bookbuild.exercises import Exercise, exercises
+from bookbuild.grading.program import write_program
 
 LABS = ROOT / "build" / "labs"  # where `dev.py labs` writes, one folder per chapter
-ANSWER_TAG = "exercise-answer"
-CHECK_TAG = "exercise-check"
 OTTER = str(Path(sys.executable).parent / "otter")  # this environment's otter command
 OTTER_PIN = "otter-grader==7.0.0"  # the student edition installs this where otter is missing
-
-_EXERCISE = re.compile(r"\*\*Exercise (\d+)\.\*\*")
-_SOLUTION_PART = re.compile(r"^# Exercise (\d+)\s*$", re.M)
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """One exercise of a chapter: where its cells are, and its solution.
-
-    Attributes:
-        number: K in ``**Exercise K.**``.
-        prompt: The index of the markdown cell that states it.
-        answer: The index of the cell the learner completes.
-        check: The index of its check cell.
-        solution: The solution's code, from the chapter's Solutions block.
-    """
-
-    number: int
-    prompt: int
-    answer: int
-    check: int
-    solution: str
-
-    @property
-    def name(self) -> str:
-        """The question's name in otter-grader, e.g. ``"ex1"``."""
-        return f"ex{self.number}"
-
-
-def solutions(nb) -> dict[int, str]:
-    r"""The chapter's solutions by exercise number, from its Solutions block.
-
-    Args:
-        nb: The chapter, an ``nbformat`` notebook.
-
-    Returns:
-        ``{K: code}``; empty when the chapter has no Solutions block.
-
-    Example:
-        >>> import nbformat
-        >>> block = "<details>\n<summary>Solutions</summary>\n\n```python\n"
-        >>> block += "# Exercise 1\nx = 1\n\n# Exercise 2\ny = 2\n```\n</details>"
-        >>> solutions(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(block)]))
-        {1: 'x = 1', 2: 'y = 2'}
-    """
-    for cell in nb.cells:
-        if cell.cell_type == "markdown" and "<summary>Solutions</summary>" in cell.source:
-            code = "\n".join(re.findall(r"```python\n(.*?)```", cell.source, re.S))
-            parts = _SOLUTION_PART.split(code)[1:]
-            return {int(k): body.strip() for k, body in zip(parts[::2], parts[1::2], strict=True)}
-    return {}
-
-
-def exercises(nb) -> list[Exercise]:
-    r"""The chapter's exercises, in order, each with its cells and its solution.
-
-    Args:
-        nb: The chapter, an ``nbformat`` notebook.
-
-    Returns:
-        One :class:`Exercise` per ``**Exercise K.**`` cell.
-
-    Raises:
-        ValueError: If an exercise lacks its answer cell, its check cell or its solution,
-            or the numbers are not 1, 2, 3, ... in order.
-
-    Example:
-        >>> import nbformat
-        >>> from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-        >>> nb = new_notebook(cells=[
-        ...     new_markdown_cell("**Exercise 1.** Make x."),
-        ...     new_code_cell("x = ...", metadata={"tags": ["exercise-answer"]}),
-        ...     new_code_cell("check(x)", metadata={"tags": ["exercise-check"]}),
-        ...     new_markdown_cell("<summary>Solutions</summary>\n```python\n# Exercise 1\nx = 1\n```"),
-        ... ])
-        >>> exercises(nb)
-        [Exercise(number=1, prompt=0, answer=1, check=2, solution='x = 1')]
-    """  # noqa: E501
-    answers = solutions(nb)
-    found: list[Exercise] = []
-    prompts = [
-        (i, int(m.group(1)))
-        for i, cell in enumerate(nb.cells)
-        if cell.cell_type == "markdown" and (m := _EXERCISE.search(cell.source))
-    ]
-    for position, (index, number) in enumerate(prompts):
-        end = prompts[position + 1][0] if position + 1 < len(prompts) else len(nb.cells)
-        tagged = {
-            tag: [i for i in range(index, end) if tag in nb.cells[i].metadata.get("tags", [])]
-            for tag in (ANSWER_TAG, CHECK_TAG)
-        }
-        where = f"exercise {number} (cell {index})"
-        for tag, cells in tagged.items():
-            if len(cells) != 1:
-                raise ValueError(f"{where} has {len(cells)} cells tagged {tag!r}; it needs one.")
-        if number != position + 1:
-            raise ValueError(f"{where} should be exercise {position + 1}: number them in order.")
-        if number not in answers:
-            raise ValueError(f"{where} has no '# Exercise {number}' part in the Solutions block.")
-        found.append(
-            Exercise(number, index, tagged[ANSWER_TAG][0], tagged[CHECK_TAG][0], answers[number])
-        )
-    return found
 
 
 def otter_test(exercise: Exercise, check: str) -> str:
@@ -326,8 +221,6 @@ def build_lab(chapter: dict, into: Path = LABS) -> Lab:
     zips = sorted((out / "autograder").glob("*.zip"))
     if len(zips) != 1:
         raise RuntimeError(f"otter assign wrote {len(zips)} autograder zips in {out}, not one.")
-    from bookbuild.grading.program import write_program
-
     program = write_program(chapter, out / "autograder" / "program.json")
     return Lab(student, out / "autograder" / path.name, zips[0], program)
 

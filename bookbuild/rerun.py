@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 
-from bookbuild.labs import CHECK_TAG, solutions
+from bookbuild.exercises import CHECK_TAG, solutions
 
 ADDED = "mirrorbook-rerun"  # the metadata key marking an added cell, with what it does
 IGNORED = "nbval-ignore-output"

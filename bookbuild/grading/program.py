@@ -18,7 +18,7 @@ import ast
 import json
 from pathlib import Path
 
-from bookbuild.labs import ANSWER_TAG, CHECK_TAG, exercises
+from bookbuild.exercises import ANSWER_TAG, CHECK_TAG, exercises
 
 LEFT_OUT = ("hosted-setup", "open-in-colab")  # cells the grading program skips
 DEFAULT_GRADE_REPLICAS = (2, 8)  # the second run's replica count is drawn from these

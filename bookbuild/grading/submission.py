@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bookbuild.labs import ANSWER_TAG, CHECK_TAG
+from bookbuild.exercises import ANSWER_TAG, CHECK_TAG
 
 ANSWER_TAGS = (ANSWER_TAG, "otter_answer_cell")
 

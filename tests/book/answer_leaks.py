@@ -154,7 +154,7 @@ def leaks(book, cells, answer_cells=()) -> list[str]:
         cells: The cells the student reads (the student edition's, or the chapter's).
         answer_cells: Indices of ``cells`` where the student answers (not searched).
     """
-    from bookbuild.labs import exercises
+    from bookbuild.exercises import exercises
 
     code = [code_shapes(c.source) if c.cell_type == "code" else set() for c in cells]
     printed = [printed_code(c) for c in cells]

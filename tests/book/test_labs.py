@@ -22,8 +22,9 @@ import pytest
 
 from bookbuild import ROOT
 from bookbuild.execute import notebook_client
+from bookbuild.exercises import CHECK_TAG, exercises
 from bookbuild.grading import grade_variants
-from bookbuild.labs import CHECK_TAG, WIDGET_VIEW, build_lab, exercises
+from bookbuild.labs import WIDGET_VIEW, build_lab
 from bookbuild.manifest import load_manifest
 from tests.book.answer_leaks import leaks
 

@@ -2,13 +2,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from bookbuild.labs import (
-    Exercise,
-    chapters_with_exercises,
-    exercises,
-    master_notebook,
-    otter_test,
-)
+from bookbuild.exercises import Exercise, exercises
+from bookbuild.labs import chapters_with_exercises, master_notebook, otter_test
 from bookbuild.manifest import load_manifest
 
 SOLUTIONS = "<details>\n<summary>Solutions</summary>\n\n```python\n{}```\n</details>"
