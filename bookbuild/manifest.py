@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 from bookbuild import ROOT
-from bookbuild.release import book_version, source_ref
+from bookbuild.version import book_version, source_ref
 
 MANIFEST = ROOT / "jupyter_book.toml"
 # A chapter's `nbval` setting -> the pytest flag that compares its outputs that way.
@@ -29,7 +29,7 @@ def load_manifest(path: Path = MANIFEST) -> dict:
 
     Returns:
         ``{"book": the [book] table, branch defaulted to "main" and "ref" added (the branch,
-        or a release's tag: :func:`~bookbuild.release.source_ref`); "source": the chapters'
+        or a release's tag: :func:`~bookbuild.version.source_ref`); "source": the chapters'
         folder; "chapters": one dict per chapter, in reading order, with its "path" added;
         "output": where the HTML is built; "folder": the manifest's own folder}``. A chapter's
         ``grade_replicas`` (the second grading run's replica counts) defaults to ``[2, 8]``;

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bookbuild import ROOT
 from bookbuild.lite.modules import BROWSER_MODULES
-from bookbuild.release import book_version
+from bookbuild.version import book_version
 
 # Each distribution: its import package, the folder that holds it, and what it requires in
 # the browser (each served by the site: requirements/lite-*.txt, or the other wheel).

@@ -7,7 +7,8 @@ import nbformat
 from bookbuild import ROOT
 from bookbuild.cells import colab_url
 from bookbuild.manifest import load_manifest
-from bookbuild.release import COPIES, book_version, release, version_copies
+from bookbuild.release import release
+from bookbuild.version import COPIES, book_version, version_copies
 
 FILES = ["pyproject.toml", "jupyter_book.toml", "CHANGELOG.md", "README.md"]
 FILES += sorted({c.split()[0] for c in COPIES})
