@@ -21,12 +21,16 @@ import inspect
 import math
 import numbers
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NoReturn
 
 _NO_VALUE = object()
+_BINARY = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
+_DECIMAL = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_SIZE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 
 
 def describe(value) -> str:
@@ -184,6 +188,34 @@ def require_seconds(name: str, value, *, write: str, allow_zero: bool = False) -
     return float(value)
 
 
+def parse_size(size) -> int:
+    """4096, "4096", "4KiB", "1 MiB", "16M" (binary), "1MB" (decimal) -> bytes as an int.
+
+    Example:
+        >>> parse_size("4KiB"), parse_size("1MB"), parse_size(2048.0)
+        (4096, 1000000, 2048)
+    """
+    if isinstance(size, int) and not isinstance(size, bool):
+        return size
+    if isinstance(size, float) and size.is_integer():
+        return int(size)
+    if not isinstance(size, str):
+        must = "a number of bytes or text like '4KiB'"
+        refuse("a size", size, must=must, write="4096 or '4KiB'")
+    match = _SIZE.match(size)
+    unit = match.group(2).upper() if match else None
+    factor = None if unit is None else (_BINARY.get(unit) or _DECIMAL.get(unit))
+    if match is None or factor is None:
+        raise ValueError(
+            f"cannot read the size {size!r}: write bytes (4096) or a number with one of the "
+            "units B, KiB, MiB, GiB (1024-based) or KB, MB, GB (1000-based), e.g. '4KiB'."
+        )
+    value = float(match.group(1)) * factor
+    if not value.is_integer():
+        raise ValueError(f"the size {size!r} is not a whole number of bytes.")
+    return int(value)
+
+
 def require_size(name: str, value, *, write: str, minimum: int = 1, multiple_of: int = 1) -> int:
     """A size in bytes from an int or text such as ``"4KiB"`` (see :func:`parse_size`).
 
@@ -195,8 +227,6 @@ def require_size(name: str, value, *, write: str, minimum: int = 1, multiple_of:
         ...
         ValueError: size must be a multiple of 4 bytes, got '6B' (6 bytes): write size=8.
     """
-    from mirrorkit.report.units import parse_size
-
     try:
         nbytes = parse_size(value)
     except TypeError:

@@ -20,14 +20,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from mirrorkit._algorithms import ALL_REDUCE_ALGORITHMS
-from mirrorkit._validate import refuse, require_count, require_int, require_items
+from mirrorkit._validate import parse_size, refuse, require_count, require_int, require_items
 from mirrorkit.errors import AllReduceUnavailableError
 from mirrorkit.measure.benchmark import (
     AllReduceBenchmark,
     record_from_times,
     too_few_replicas,
 )
-from mirrorkit.report.units import format_size, parse_size
+from mirrorkit.report.units import format_size
 from mirrorkit.report.values import short_device
 from mirrorkit.strategy import all_reduce_name, make_strategy
 

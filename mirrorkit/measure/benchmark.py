@@ -22,14 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from mirrorkit._algorithms import ALL_REDUCE_ALGORITHMS
-from mirrorkit._validate import refuse
+from mirrorkit._validate import parse_size, refuse
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.units import (
     format_percent,
     format_rate,
     format_seconds,
     format_size,
-    parse_size,
 )
 
 FORMAT = "mirrorkit.measure.allreduce/1"  # the "format" field of the JSON files written here

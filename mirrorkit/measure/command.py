@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from mirrorkit._algorithms import ALL_REDUCE_ALGORITHMS
+from mirrorkit._validate import parse_size
 from mirrorkit.devices import MAX_REPLICAS
-from mirrorkit.report.units import parse_size
 
 _BAR = 30
 

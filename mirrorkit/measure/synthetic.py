@@ -14,9 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mirrorkit._validate import parse_size
 from mirrorkit.measure._schedule_terms import link_bytes, schedule_steps
 from mirrorkit.measure.benchmark import AllReduceBenchmark, record_from_times
-from mirrorkit.report.units import format_rate, format_seconds, parse_size
+from mirrorkit.report.units import format_rate, format_seconds
 
 
 def synthetic_benchmark(

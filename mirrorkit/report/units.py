@@ -1,43 +1,14 @@
-"""Byte sizes, rates and durations as people write and read them ("4KiB", "3.2 GB/s").
+"""Byte sizes, rates and durations as people read them ("1.5 KiB", "3.2 GB/s", "25 us").
+
+Sizes as people write them ("4KiB") are read by :func:`mirrorkit._validate.parse_size`.
 
 Example:
-    >>> from mirrorkit.report.units import format_size, parse_size
-    >>> parse_size("4KiB"), format_size(1536)
-    (4096, '1.5 KiB')
+    >>> from mirrorkit.report.units import format_rate, format_size
+    >>> format_size(1536), format_rate(3.2e9)
+    ('1.5 KiB', '3.2 GB/s')
 """
 
 from __future__ import annotations
-
-import re
-
-from mirrorkit._validate import refuse
-
-_BINARY = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
-_DECIMAL = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-_SIZE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
-
-
-def parse_size(size) -> int:
-    """4096, "4096", "4KiB", "1 MiB", "16M" (binary), "1MB" (decimal) -> bytes as an int."""
-    if isinstance(size, int) and not isinstance(size, bool):
-        return size
-    if isinstance(size, float) and size.is_integer():
-        return int(size)
-    if not isinstance(size, str):
-        must = "a number of bytes or text like '4KiB'"
-        refuse("a size", size, must=must, write="4096 or '4KiB'")
-    match = _SIZE.match(size)
-    unit = match.group(2).upper() if match else None
-    factor = None if unit is None else (_BINARY.get(unit) or _DECIMAL.get(unit))
-    if match is None or factor is None:
-        raise ValueError(
-            f"cannot read the size {size!r}: write bytes (4096) or a number with one of the "
-            "units B, KiB, MiB, GiB (1024-based) or KB, MB, GB (1000-based), e.g. '4KiB'."
-        )
-    value = float(match.group(1)) * factor
-    if not value.is_integer():
-        raise ValueError(f"the size {size!r} is not a whole number of bytes.")
-    return int(value)
 
 
 def format_size(nbytes: int) -> str:

@@ -7,6 +7,7 @@ import sys
 import pytest
 import tensorflow as tf
 
+from mirrorkit._validate import parse_size
 from mirrorkit.errors import AllReduceUnavailableError
 from mirrorkit.measure.allreduce import (
     available_algorithms,
@@ -19,7 +20,6 @@ from mirrorkit.measure.benchmark import (
     bus_bandwidth,
     record_from_times,
 )
-from mirrorkit.report.units import parse_size
 from mirrorkit.strategy import make_strategy
 from tests.conftest import ROOT
 
