@@ -15,7 +15,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mirrorkit.cluster import _culprits, _flight, _procs, _reaper, _warm, protocol
 from mirrorkit.cluster.cluster_run import ClusterRun
@@ -28,9 +28,6 @@ from mirrorkit.errors import (
     ClusterTimeoutError,
     WorkerFailedError,
 )
-
-if TYPE_CHECKING:
-    from mirrorkit.cluster.launcher import LocalCluster
 
 _LAST_LINES = 8
 _live_supervisors: weakref.WeakSet = weakref.WeakSet()
@@ -52,7 +49,7 @@ class Session:
 
     def __init__(
         self,
-        cluster: LocalCluster,
+        cluster: protocol.ClusterSettings,
         run_dir: Path,
         on_event: Callable[[WorkerEvent], Any] | None,
         timeout: float | None,

@@ -2,7 +2,8 @@
 
 Each message is a frozen dataclass that declares its ``type`` on the wire; one table,
 :data:`MESSAGES`, maps those names back to classes. The four channels of a run:
-docs/design/cluster.md.
+docs/design/cluster.md. What the launcher's owner loop reads of its cluster is
+:class:`ClusterSettings`.
 
 Example:
     >>> from mirrorkit.cluster.protocol import Exit, decode, encode
@@ -20,7 +21,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from mirrorkit._validate import require_int
 from mirrorkit.cluster.events import WorkerEvent
@@ -174,6 +175,27 @@ class LaunchSpec:
             (None, KillWorker(worker=1, at_step=3))
         """
         return self.fault if self.fault is not None and self.fault.worker == worker else None
+
+
+class ClusterSettings(Protocol):
+    """What the launcher's owner loop (``_session.Session``) reads of its cluster.
+
+    :class:`mirrorkit.LocalCluster` is one; the owner loop sits below the launcher, so it
+    names what it needs here rather than the class.
+    """
+
+    num_workers: int
+    num_ps: int
+    echo: bool
+    env: dict[str, str]
+    warm: bool
+    start_timeout: float
+    grace_seconds: float
+
+    @property
+    def num_processes(self) -> int:
+        """The workers, and the chief and the parameter servers if any."""
+        ...
 
 
 def task_names(num_workers: int, num_ps: int = 0) -> list[tuple[str, int]]:
