@@ -53,8 +53,12 @@ HOSTED_BASE = (
 )
 
 
-def hosted_job() -> Job:
+def hosted_job(*, shared: bool = False) -> Job:
     """The hosted job: set-up, each chapter alone and its solutions, test tools, doctests, tests.
+
+    Args:
+        shared: Whether the reference job's build stage runs: its chapters stage then reads
+            what that stage built (:func:`bookbuild.jobs.suite_stages`).
 
     Example:
         >>> hosted_job().stages[1].name  # doctest: +SKIP
@@ -96,6 +100,7 @@ def hosted_job() -> Job:
             OTHER_JOBS_PARTS,
             after=tools,
             skip=f"{OTHER_JOBS_SKIP} or {RUN_ALL_ELSEWHERE}",  # execute_alone ran them
+            shared=shared,
         ),
     ]
     return Job(name="hosted", what=what, stages=stages, env=env)

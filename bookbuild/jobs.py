@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bookbuild import ROOT
+from bookbuild import ROOT, built
 from bookbuild.checks import SUITE_PARTS
 from bookbuild.environments import LOCK, VENVS, Env, ensure_env, find_python
 from bookbuild.lanes import Stage
@@ -30,6 +30,11 @@ from bookbuild.timing import ALLOWANCES
 LOGS = ROOT / "test-artifacts" / "test-logs"
 TMP = Path(tempfile.gettempdir()) / f"mirrorbook-test-{os.getpid()}"  # the stages' tmp_path
 UNIT_SHARDS = 2  # the unit tests are the longest part: two stages, balanced by durations.json
+# The HTML book, its lab site and the labs, built once per run by the reference job's build
+# stage (bookbuild.built); the parts of the suite whose tests read them wait for it.
+BUILT = TMP / "built"
+BUILD = "reference/build"
+READS_BUILT = ("chapters", "grading", "browser")
 # The chapters executed at other replica counts, the labs (built by dev.py in the book's
 # environment, then graded) and the browser tests (the same JupyterLab, Chromium and built
 # pages whatever the kernel's Python) and the real Slurm's job (the workers' Python is the
@@ -103,7 +108,9 @@ def weight(job: str, kind: str) -> float:
     return ALLOWANCES.get((job, kind), max(v for (_, k), v in ALLOWANCES.items() if k == kind))
 
 
-def suite_stages(job: str, env: Env, parts, *, after: str, skip: str = "", **env_vars) -> list:
+def suite_stages(
+    job: str, env: Env, parts, *, after: str, skip: str = "", shared: bool = False, **env_vars
+) -> list:
     """A stage per part of the test suite (the unit tests in UNIT_SHARDS shards).
 
     Args:
@@ -112,28 +119,35 @@ def suite_stages(job: str, env: Env, parts, *, after: str, skip: str = "", **env
         parts: Names of :data:`bookbuild.checks.SUITE_PARTS`.
         after: The stage they wait for.
         skip: A marker expression of tests to leave out.
+        shared: Whether this run has the build stage (:data:`BUILD`): the parts in
+            :data:`READS_BUILT` then wait for it and read what it built.
         **env_vars: Variables set for the tests.
 
     Example:
         >>> from bookbuild.environments import book_env
         >>> [s.name for s in suite_stages("j", book_env(), ["chapters"], after="set-up")]
         ['chapters']
+        >>> suite_stages("j", book_env(), ["chapters"], after="set-up", shared=True)[0].needs
+        ('reference/build',)
     """
     stages = []
     for part in parts:
         count = UNIT_SHARDS if part == "unit tests" else 1
+        reads = shared and part in READS_BUILT
+        variables = {**env_vars, built.VARIABLE: str(BUILT)} if reads else env_vars
         for index in range(1, count + 1):
             name = part if count == 1 else f"{part} {index}/{count}"
             stage = Stage(job, name, print, after=(after,), weight=weight(job, part) / count)
+            stage.needs = (BUILD,) if reads else ()
             args = [part, "--shard", f"{index}/{count}", *(["--skip", skip] if skip else [])]
             args += [f"--junitxml={LOGS / stage.stem}.xml", f"--basetemp={TMP / stage.stem}"]
-            stage.action = lambda args=args: env.dev("_suite", *args, env=env_vars)
+            stage.action = lambda args=args, v=variables: env.dev("_suite", *args, env=v)
             stages.append(stage)
     return stages
 
 
 def checked_stage(job: str, env: Env, name: str, task: str, *args: str, after: str, **env_vars):
-    """A stage running one dev.py task with a JUnit report (lint, doctests, nbval).
+    """A stage running one dev.py task: lint, the build, doctests and nbval (these two report).
 
     Example:
         >>> from bookbuild.environments import book_env
@@ -141,7 +155,7 @@ def checked_stage(job: str, env: Env, name: str, task: str, *args: str, after: s
         ('set-up',)
     """
     stage = Stage(job, name, print, after=(after,), weight=weight(job, name))
-    junit = [f"--junitxml={LOGS / stage.stem}.xml"] if name != "lint" else []
+    junit = [f"--junitxml={LOGS / stage.stem}.xml"] if task in ("_doctests", "_nbval") else []
     stage.action = lambda: env.dev(task, *args, *junit, env=env_vars)
     return stage
 
@@ -155,8 +169,8 @@ def reference_job(book: Env, *, quick: bool = False) -> Job:
 
     Example:
         >>> from bookbuild.environments import book_env
-        >>> reference_job(book_env()).stages[-1].name
-        'nbval'
+        >>> [s.name for s in reference_job(book_env()).stages][-2:]
+        ['nbval', 'build']
     """
     parts = ("unit tests",) if quick else tuple(SUITE_PARTS)
     stages = [
@@ -166,24 +180,35 @@ def reference_job(book: Env, *, quick: bool = False) -> Job:
         checked_stage("reference", book, "lint", "_lint", after="set-up"),
         checked_stage("reference", book, "doctests", "_doctests", after="set-up"),
         *suite_stages(
-            "reference", book, parts, after="set-up", skip=f"{RUN_ALL_ELSEWHERE} or {HOSTED_ONLY}"
+            "reference",
+            book,
+            parts,
+            after="set-up",
+            skip=f"{RUN_ALL_ELSEWHERE} or {HOSTED_ONLY}",
+            shared=not quick,
         ),
     ]
     if not quick:
         stages.append(checked_stage("reference", book, "nbval", "_nbval", after="set-up"))
+        stages.append(
+            checked_stage("reference", book, "build", "_built", str(BUILT), after="set-up")
+        )
     reference = interpreter_version(book.interpreter)
     what = f"Python {reference}, lock.txt: lint, doctests, tests, nbval strict"
     what = what if not quick else "lint, doctests, unit tests"
     return Job(name="reference", what=what, stages=stages, env=book)
 
 
-def python_job(version: str, parts: tuple[str, ...] = OTHER_JOBS_PARTS) -> Job:
+def python_job(
+    version: str, parts: tuple[str, ...] = OTHER_JOBS_PARTS, *, shared: bool = False
+) -> Job:
     """Another supported Python at the lock: doctests, the unit tests and the chapters.
 
     Args:
         version: ``"3.13"``; an interpreter is found or installed (:func:`find_python`).
         parts: The parts of the test suite it runs: only ``("chapters",)`` on the hosted
             job's Python, whose job runs the unit tests there (at Colab's TensorFlow).
+        shared: Whether the reference job's build stage runs (:func:`suite_stages`).
 
     Example:
         >>> python_job("3.99").detail  # doctest: +SKIP
@@ -205,6 +230,7 @@ def python_job(version: str, parts: tuple[str, ...] = OTHER_JOBS_PARTS) -> Job:
             parts,
             after="set-up",
             skip=f"{OTHER_JOBS_SKIP} or {HOSTED_ONLY}",
+            shared=shared,
             **OTHER_JOBS_ENV,
         ),
     ]

@@ -40,6 +40,8 @@ class Stage:
         name: The stage's name within its job, unique there (``unit tests 1/2``).
         action: Runs the stage; raises ``SystemExit`` with a message when it fails.
         after: Names of stages of the same job that must pass first.
+        needs: Keys (``job/name``) of stages of other jobs that must pass first: the one
+            stage that builds what several jobs read (:mod:`bookbuild.built`).
         kind: What the stage tables add up (``unit tests`` for both halves); ``name``
             without its ``n/k`` suffix by default.
         weight: Expected seconds. Among the stages ready at once, the one that heads the
@@ -53,6 +55,7 @@ class Stage:
     name: str
     action: Callable[[], None]
     after: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
     kind: str = ""
     weight: float = 0.0
     result: str = "not run"
@@ -71,13 +74,18 @@ class Stage:
         return f"{self.job}/{self.name}"
 
     @property
+    def waits_for(self) -> tuple[str, ...]:
+        """The keys of every stage it waits for: its job's (``after``) and others' (``needs``)."""
+        return (*(f"{self.job}/{name}" for name in self.after), *self.needs)
+
+    @property
     def stem(self) -> str:
         """The stem of its files (log, JUnit report): ``reference--unit-tests-1-of-2``."""
         return f"{self.job}--{self.name}".replace("/", "-of-").replace(" ", "-")
 
 
 def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True) -> list[Stage]:
-    """Run ``stages``, at most ``lanes`` at once, each after the stages it names in ``after``.
+    """Run ``stages``, at most ``lanes`` at once, each after those it waits for.
 
     Installs (kind ``set-up``) wait on downloads and the disk more than on the processors:
     they run one at a time, beside the lanes, so the first environment is ready soonest and
@@ -97,7 +105,7 @@ def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True
         ``stages``, each with its result, wall and CPU seconds, and log.
 
     Raises:
-        ValueError: If ``lanes`` is below 1 or a stage waits for one that does not exist.
+        ValueError: If ``lanes`` is below 1 or a stage waits for one that is not given.
 
     Example:
         >>> import tempfile
@@ -113,7 +121,8 @@ def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True
         raise ValueError(f"lanes must be at least 1. Received: lanes={lanes!r}; write lanes=2.")
     by_key = {stage.key: stage for stage in stages}
     for stage in stages:
-        unknown = [name for name in stage.after if f"{stage.job}/{name}" not in by_key]
+        named = zip((*stage.after, *stage.needs), stage.waits_for, strict=True)
+        unknown = [name for name, key in named if key not in by_key]
         if unknown:
             raise ValueError(f"stage {stage.key} waits for {unknown}, which no stage is")
     logs.mkdir(parents=True, exist_ok=True)
@@ -122,16 +131,16 @@ def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True
     while waiting or running:
         with done:
             for stage in list(waiting):
-                before = [by_key[f"{stage.job}/{name}"] for name in stage.after]
-                blocked = [s.name for s in before if s.result == "FAILED" or s.detail]
+                before = [by_key[key] for key in stage.waits_for]
+                blocked = [
+                    s.name if s.job == stage.job else s.key
+                    for s in before
+                    if s.result == "FAILED" or s.detail
+                ]
                 if blocked:
                     stage.detail = f"{blocked[0]} did not pass"
                     waiting.remove(stage)
-            ready = [
-                s
-                for s in waiting
-                if all(by_key[f"{s.job}/{name}"].result == "passed" for name in s.after)
-            ]
+            ready = [s for s in waiting if all(by_key[k].result == "passed" for k in s.waits_for)]
             busy = [by_key[key] for key in running]
             installing = any(s.kind == INSTALLS for s in busy)
             free = lanes - sum(s.kind != INSTALLS for s in busy)
@@ -155,14 +164,14 @@ def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True
                 done.wait()
             elif waiting:  # nothing runs and nothing can start: they wait for each other
                 for stage in waiting:
-                    stage.detail = f"waits in a cycle: {', '.join(stage.after)}"
+                    stage.detail = f"waits in a cycle: {', '.join(stage.after + stage.needs)}"
                 waiting.clear()
     return stages
 
 
 def _path(stage: Stage, stages: list[Stage]) -> float:
     """The expected seconds from ``stage``'s start to the end of the longest chain after it."""
-    after = [s for s in stages if s.job == stage.job and stage.name in s.after]
+    after = [s for s in stages if stage.key in s.waits_for]
     return stage.weight + max((_path(s, stages) for s in after), default=0.0)
 
 

@@ -6,7 +6,7 @@ ruff) do the work, with the versions that environment pins.
 
 Example:
     >>> sorted(TASKS)[:3]
-    ['_claims', '_doctests', '_execute']
+    ['_built', '_claims', '_doctests']
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from bookbuild import ROOT
+from bookbuild import ROOT, built
 from bookbuild.checks import (
     SUITE_PARTS,
     doctest_command,
@@ -51,6 +51,8 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
     checks); ``_claims --into FOLDER [CHAPTER ...]`` runs copies with errors allowed and
     prints the claims that no longer hold (exit status 1 if any);
     ``_html`` builds the book; ``_lite`` its browser lab site (:mod:`bookbuild.lite.site`);
+    ``_built FOLDER`` builds both and the labs into FOLDER, once for a whole test run
+    (:mod:`bookbuild.built`);
     ``_lint`` and ``_doctests`` run those checks; ``_suite
     PART [--skip EXPR] [--shard I/K] [PYTEST-ARGUMENT ...]`` runs one part of the test suite
     (or one of its K shards); ``_nbval [PYTEST-ARGUMENT ...]`` runs nbval on copies of the
@@ -74,7 +76,7 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
         >>> run_task("_deploy")
         Traceback (most recent call last):
         ...
-        SystemExit: [dev] no task '_deploy'; the tasks are _execute, _claims, _html, _lite, _lint, _doctests, _suite, _nbval, _versions, _labs, _grade, _release, _gpu
+        SystemExit: [dev] no task '_deploy'; the tasks are _execute, _claims, _html, _lite, _built, _lint, _doctests, _suite, _nbval, _versions, _labs, _grade, _release, _gpu
     """  # noqa: E501
     if command not in TASKS:
         raise SystemExit(f"[dev] no task {command!r}; the tasks are {', '.join(TASKS)}")
@@ -182,6 +184,7 @@ TASKS = {  # name -> function of the command-line arguments
     "_claims": _claims,
     "_html": lambda args: build_html(),
     "_lite": lambda args: build_lite(),
+    "_built": lambda args: built.build(Path(args[0])),
     "_lint": lambda args: _run_all(lint_commands()),
     "_doctests": lambda args: run(*doctest_command(*args)),
     "_suite": _suite,

@@ -45,13 +45,15 @@ def test_jobs(book: Env, only: set[str] | None = None, quick: bool = False) -> l
     """
     jobs = [reference_job(book, quick=quick)]
     if not quick:
+        # The reference job builds the book and the labs once for every job that reads them.
+        shared = only is None or "reference" in only
         reference = interpreter_version(book.interpreter)
         for version in PYTHONS:
             if version == HOSTED_PYTHON:  # its unit tests run in the hosted job
-                jobs.append(python_job(version, parts=("chapters",)))
+                jobs.append(python_job(version, parts=("chapters",), shared=shared))
             elif version != reference:
-                jobs.append(python_job(version))
-        jobs.append(hosted_job())
+                jobs.append(python_job(version, shared=shared))
+        jobs.append(hosted_job(shared=shared))
         jobs.append(gpu_job(book))  # NOT RUN, with nvidia-smi's answer, where no GPU is visible
     for job in jobs:
         if only is not None and job.name not in only:

@@ -24,6 +24,7 @@ from bookbuild.junit import read_cases
 # The order of the stage kinds in every table.
 KINDS = (
     "set-up",
+    "build",
     "lint",
     "doctests",
     "unit tests",
@@ -44,6 +45,7 @@ KINDS = (
 ALLOWANCES = {
     ("reference", "set-up"): 240,
     ("reference", "lint"): 30,
+    ("reference", "build"): 240,
     ("reference", "doctests"): 60,
     ("reference", "unit tests"): 780,  # with the real Slurm (test_slurm_job.py)
     ("reference", "chapters"): 220,

@@ -94,10 +94,12 @@ def manifest() -> dict:
 
 @pytest.fixture(scope="session")
 def book_html(tmp_path_factory) -> Path:
-    """The HTML book, built once per session from jupyter_book.toml into a temporary folder."""
+    """The HTML book: this test run's shared build (bookbuild.built, with its lab site), or,
+    in a pytest run alone, built once per session into a temporary folder (without it)."""
+    from bookbuild import built
     from bookbuild.jupyterbook import build_html
 
-    return build_html(tmp_path_factory.mktemp("book"))
+    return built.shared("html") or build_html(tmp_path_factory.mktemp("book"))
 
 
 # Text from Python's or TensorFlow's insides: never part of a message written for a learner.

@@ -20,11 +20,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from bookbuild import ROOT
+from bookbuild import ROOT, built
 from bookbuild.execute import notebook_client
 from bookbuild.exercises import CHECK_TAG, exercises
 from bookbuild.grading import grade_variants
-from bookbuild.labs import WIDGET_VIEW, build_lab
+from bookbuild.grading.built_labs import lab_for
+from bookbuild.labs import WIDGET_VIEW
 from bookbuild.manifest import load_manifest
 from tests.book.answer_leaks import leaks
 
@@ -51,8 +52,9 @@ def variants(chapter) -> tuple[dict, dict]:
 
 @pytest.fixture(scope="module")
 def labs(tmp_path_factory):
-    into = tmp_path_factory.mktemp("labs")
-    return {c["path"].stem: build_lab(c, into) for c in CHAPTERS}
+    """Every chapter's lab: this test run's shared build (bookbuild.built), else built here."""
+    into = built.shared("labs") or tmp_path_factory.mktemp("labs")
+    return {c["path"].stem: lab_for(c, into) for c in CHAPTERS}
 
 
 def test_every_chapter_with_exercises_has_variants():

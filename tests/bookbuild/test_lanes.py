@@ -124,6 +124,21 @@ def test_wrong_plans_are_refused_before_anything_runs(tmp_path):
     assert [s.detail for s in cycle] == ["waits in a cycle: b", "waits in a cycle: a"]
 
 
+def test_a_stage_can_wait_for_another_jobs_stage(tmp_path):
+    order = []
+    stages = [
+        Stage("b", "chapters", lambda: order.append("b"), needs=("a/build",)),
+        Stage("a", "build", lambda: (time.sleep(0.1), order.append("a"))),
+        Stage("c", "chapters", print, needs=("a/fails",)),
+        Stage("a", "fails", lambda: sys.exit("[dev] broken")),
+    ]
+    run_stages(stages, lanes=3, logs=tmp_path, echo=False)
+    assert order == ["a", "b"]
+    assert (stages[2].result, stages[2].detail) == ("not run", "a/fails did not pass")
+    with pytest.raises(ValueError, match=r"b/x waits for \['z/y'\], which no stage is"):
+        run_stages([Stage("b", "x", print, needs=("z/y",))], lanes=1, logs=tmp_path)
+
+
 def test_each_stage_records_the_cpu_seconds_of_its_own_commands(tmp_path):
     def fails():
         run(sys.executable, "-c", f"{BUSY}\nraise SystemExit(1)")

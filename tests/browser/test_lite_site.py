@@ -30,9 +30,11 @@ LIVE = ".jp-OutputArea-output .jupyter-widgets.widget-vbox"  # a widget view, no
 @pytest.fixture(scope="module")
 def site(book_html) -> Iterator[str]:
     """The book with its lab site, over http on 127.0.0.1."""
+    from bookbuild import built
     from bookbuild.lite.site import build_lite
 
-    build_lite(book_html)
+    if built.shared("html") is None:  # the shared build has its lab site already
+        build_lite(book_html)
     with serve(book_html) as base:
         yield base
 
