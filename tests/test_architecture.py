@@ -1,10 +1,13 @@
 """The tree is the architecture: rules on imports between the modules of both packages.
 
+No module of them, of bookbuild or dev.py imports itself back through others (issue 46).
+
 Run this file as a script to print the map (files and lines per subpackage, and the imports
 between subpackages) that the rules below keep true.
 """
 
 import ast
+import functools
 import os
 import subprocess
 import sys
@@ -19,8 +22,8 @@ PACKAGES = {"mirrorkit": ROOT / "mirrorkit", "mirrorwidgets": ROOT / "widgets" /
 CORE = {"devices", "errors", "hosted", "inspection", "reproducibility", "strategy", "worker"}
 
 
-def module_name(path: Path) -> str:
-    for package, folder in PACKAGES.items():
+def module_name(path: Path, packages: dict[str, Path] = PACKAGES) -> str:
+    for package, folder in packages.items():
         if path.is_relative_to(folder):
             parts = [package, *path.relative_to(folder).with_suffix("").parts]
             return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -211,6 +214,175 @@ def test_no_public_name_is_also_a_submodule_of_its_package(package):
         modules |= {p.name for p in stub.parent.iterdir() if (p / "__init__.py").is_file()}
         clashes += [f"{stub.parent.name}.{n}" for n in sorted(names & modules)]
     assert clashes == []
+
+
+# ---- issue 46: no import circles among mirrorkit, mirrorwidgets, bookbuild and dev.py
+TOOLS = {"bookbuild": ROOT / "bookbuild"}
+EVERY_MODULE = {
+    **MODULES,
+    **{
+        module_name(path, TOOLS): path
+        for path in sorted(TOOLS["bookbuild"].rglob("*.py"))
+        if "__pycache__" not in path.parts
+    },
+    "dev": ROOT / "dev.py",
+}
+OURS = {*PACKAGES, *TOOLS, "dev"}
+
+
+@functools.cache
+def lazy_names(package: str) -> dict[str, str]:
+    """A lazily loaded package's public names -> the module each comes from (its stub)."""
+    init = EVERY_MODULE.get(package)
+    stub = init.with_suffix(".pyi") if init is not None else None
+    if stub is None or init.name != "__init__.py" or "attach_stub" not in init.read_text():
+        return {}
+    names = {}
+    for node in ast.parse(stub.read_text()).body:
+        if isinstance(node, ast.ImportFrom):
+            home = absolute(package, node.level, node.module, inside=True)
+            for alias in node.names:
+                names[alias.asname or alias.name] = home_of(home, alias.name, lazy=False)
+    return names
+
+
+def absolute(importer: str, level: int, module: str | None, inside: bool = False) -> str:
+    """The absolute name of ``from <level dots><module> import ...`` written in ``importer``."""
+    if not level:
+        return module or ""
+    is_package = inside or EVERY_MODULE[importer].name == "__init__.py"
+    parts = importer.split(".")[: None if is_package else -1]
+    parts = parts[: len(parts) - (level - 1)]
+    return ".".join([*parts, module] if module else parts)
+
+
+def home_of(module: str, name: str, lazy: bool = True) -> str:
+    """What ``module.name`` brings in: a submodule, a lazily loaded name's module, or ``module``."""
+    if f"{module}.{name}" in EVERY_MODULE:
+        return f"{module}.{name}"
+    return lazy_names(module).get(name, module) if lazy else module
+
+
+def imported_modules(importer: str, source: str) -> set[str]:
+    """Every module of ours that ``source`` (the module ``importer``) imports, at any level.
+
+    Counted: ``import`` and ``from ... import`` anywhere (in functions and ``if TYPE_CHECKING:``
+    too), ``importlib.import_module("a.literal")``, and a public name reached through a lazy
+    package's stub (``from mirrorkit import make_strategy``, ``mk.make_strategy``), which is
+    an import of the module that defines it. Importing ``a.b.c`` runs the ``__init__`` of
+    ``a`` and ``a.b`` first: those count too, unless the importer is inside them.
+    """
+    tree = ast.parse(source)
+    found, aliases = set(), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.add(alias.name)
+                bound = alias.asname or alias.name.split(".")[0]
+                aliases[bound] = alias.name if alias.asname else bound
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute(importer, node.level, node.module)
+            for alias in node.names:
+                found.add(home := home_of(base, alias.name))
+                if home == f"{base}.{alias.name}":  # a module, whose attributes are read below
+                    aliases[alias.asname or alias.name] = home
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None))
+            in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.add(node.args[0].value)
+    for node in ast.walk(tree):  # mk.make_strategy, mirrorkit.checks.result.CheckResult
+        chain = []
+        while isinstance(node, ast.Attribute):
+            chain.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and (module := aliases.get(node.id)) in EVERY_MODULE:
+            for attribute in reversed(chain):
+                home = home_of(module, attribute)
+                if home == module:
+                    break
+                found.add(module := home)
+    modules = set()
+    for name in found:
+        if name.split(".")[0] not in OURS:
+            continue
+        while name not in EVERY_MODULE and "." in name:  # a name inside a module
+            name = name.rpartition(".")[0]
+        parts = name.split(".")
+        packages = {".".join(parts[:i]) for i in range(1, len(parts))}
+        modules |= {name} | {p for p in packages if not f"{importer}.".startswith(f"{p}.")}
+    return modules - {importer}
+
+
+IMPORT_GRAPH = {
+    module: imported_modules(module, path.read_text()) for module, path in EVERY_MODULE.items()
+}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Circles of imports: the shortest through each module on one, if no circle found names it."""
+    found, placed = [], set()
+    for start in sorted(graph):
+        if start in placed:
+            continue
+        paths, seen = {start: [start]}, {start}  # breadth first: the shortest way back
+        queue = [start]
+        while queue and start not in placed:
+            module = queue.pop(0)
+            for imported in sorted(graph.get(module, ())):
+                if imported == start:
+                    circle = paths[module] + [start]
+                    found.append(circle)
+                    placed.update(circle)
+                    break
+                if imported not in seen:
+                    seen.add(imported)
+                    paths[imported] = paths[module] + [imported]
+                    queue.append(imported)
+    return found
+
+
+def test_the_import_graph_counts_every_way_of_importing():
+    source = (
+        "import importlib\n"
+        "from typing import TYPE_CHECKING\n"
+        "import mirrorkit as mk\n"
+        "if TYPE_CHECKING:\n"
+        "    from bookbuild.labs import Lab\n"
+        "def run():\n"
+        "    from mirrorkit import make_strategy\n"
+        "    importlib.import_module('mirrorkit.report.units')\n"
+        "    return mk.simulate_replicas(2)\n"
+    )
+    assert imported_modules("dev", source) == {
+        "mirrorkit",
+        "mirrorkit.strategy",  # through the stub, in a function
+        "mirrorkit.devices",  # mk.simulate_replicas
+        "mirrorkit.report",
+        "mirrorkit.report.units",  # importlib.import_module
+        "bookbuild",
+        "bookbuild.labs",  # under TYPE_CHECKING
+    }
+    # Inside a package its own __init__ is not an import; a lazy package's __init__ imports
+    # nothing of ours.
+    assert "mirrorkit.training" not in IMPORT_GRAPH["mirrorkit.training.scaling"]
+    assert "mirrorkit.devices" in IMPORT_GRAPH["mirrorkit.measure.command"]  # mk.simulate_...
+    assert IMPORT_GRAPH["mirrorkit"] == set()
+
+
+def test_circles_are_found_and_named():
+    graph = {"a": {"b"}, "b": {"c", "d"}, "c": {"a"}, "d": {"e"}, "e": {"d", "a"}}
+    assert circles(graph) == [["a", "b", "c", "a"], ["d", "e", "d"]]
+
+
+def test_no_module_imports_itself_back():
+    # A module that needs another's name sits above it; a circle means a name belongs lower.
+    found = [" -> ".join(circle) for circle in circles(IMPORT_GRAPH)]
+    assert not found, "move the name both need down to the module below:\n" + "\n".join(found)
 
 
 # ---- the house rules of issue 30: size, one concept per module, one home for argument checks
