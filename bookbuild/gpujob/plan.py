@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 NCCL = "nccl"
+# How a wrong count of GPUs is refused: the job runs only where nvidia-smi lists one or more.
+GPUS = "gpus=1 (the physical GPUs nvidia-smi lists)"
 
 
 class ReplicaCase(NamedTuple):
@@ -28,13 +30,6 @@ class ReplicaCase(NamedTuple):
     kind: str
 
 
-def _require_gpus(gpus: int) -> int:
-    """``gpus`` if it is a count of one or more GPUs; the job runs only where there is one."""
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise ValueError(f"gpus must be the number of physical GPUs, 1 or more; got {gpus!r}")
-    return gpus
-
-
 def replica_cases(gpus: int, book_replicas: int) -> tuple[ReplicaCase, ...]:
     """The replica counts whose device decision the job checks: 2, the book's, and one per GPU.
 
@@ -46,6 +41,7 @@ def replica_cases(gpus: int, book_replicas: int) -> tuple[ReplicaCase, ...]:
         book_replicas: The chapters' replica count (``replicas`` in jupyter_book.toml).
 
     Raises:
+        TypeError: If ``gpus`` is not an int.
         ValueError: If ``gpus`` is not 1 or more.
 
     Example:
@@ -54,7 +50,9 @@ def replica_cases(gpus: int, book_replicas: int) -> tuple[ReplicaCase, ...]:
         >>> [(case.replicas, case.kind) for case in replica_cases(3, book_replicas=4)]
         [(2, 'gpus'), (3, 'gpus'), (4, 'logical_gpus')]
     """
-    gpus = _require_gpus(gpus)
+    from mirrorkit._validate import require_count  # in the environments that run the job
+
+    gpus = require_count("gpus", gpus, write=GPUS)
     counts = sorted({2, book_replicas, gpus})
     return tuple(
         ReplicaCase(replicas=n, kind="gpus" if n <= gpus else "logical_gpus") for n in counts
@@ -71,7 +69,9 @@ def all_reduce_replicas(gpus: int, book_replicas: int) -> int:
         >>> all_reduce_replicas(1, book_replicas=4), all_reduce_replicas(2, book_replicas=4)
         (4, 2)
     """
-    return gpus if _require_gpus(gpus) >= 2 else book_replicas
+    from mirrorkit._validate import require_count  # in the environments that run the job
+
+    return gpus if require_count("gpus", gpus, write=GPUS) >= 2 else book_replicas
 
 
 def skip_reason(algorithm: str, gpus: int) -> str | None:
@@ -86,7 +86,9 @@ def skip_reason(algorithm: str, gpus: int) -> str | None:
         >>> skip_reason("nccl", 2) is None, skip_reason("collective", 1) is None
         (True, True)
     """  # noqa: E501
-    if algorithm == NCCL and _require_gpus(gpus) < 2:
+    from mirrorkit._validate import require_count  # in the environments that run the job
+
+    if algorithm == NCCL and require_count("gpus", gpus, write=GPUS) < 2:
         return (
             "NCCL needs two or more physical GPUs, one replica on each; this machine has "
             f"{gpus}, split into logical GPUs"

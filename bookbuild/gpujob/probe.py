@@ -6,16 +6,14 @@ devices once per process) and prints one JSON line, which :mod:`bookbuild.gpujob
 - ``devices N``: ``mirrorkit``'s decision for N replicas on the real GPU list (nvidia-smi's
   memory matched with TensorFlow's GPUs, then ``plan_replicas``), and what
   ``simulate_replicas(N)`` then gave;
-- ``all-reduce N``: on N replicas, for each of ``mirrorkit.ALL_REDUCE_ALGORITHMS``, whether
-  ``mirrorkit`` can run it there (or its reason not to) and ``check_all_reduced`` of a SUM of
-  ``replica_id + 1``;
+- ``all-reduce N``: for each of ``mirrorkit.ALL_REDUCE_ALGORITHMS`` on N replicas, whether
+  ``mirrorkit`` runs it there (or why not), and ``check_all_reduced`` of a SUM of replica_id + 1;
 - ``precision N``: a few training steps under ``float32``, ``mixed_float16`` and
   ``mixed_bfloat16`` (``mirrorkit.run_loss_scale`` at a fixed loss scale), and a matrix
   product's speed in each dtype on the first replica's device;
 - ``copy-bandwidth N``: the first GPU's copy bandwidth (bytes per second).
 
-Nothing here has run on a GPU (none was available where it was written); TensorFlow and
-mirrorkit are imported inside the sections.
+None has run on a GPU yet; TensorFlow and mirrorkit are imported inside the sections.
 
 Example:
     >>> sorted(SECTIONS)

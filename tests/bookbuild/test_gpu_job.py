@@ -156,8 +156,8 @@ def test_nccl_runs_on_two_or_more_whole_gpus_and_is_skipped_with_its_reason_on_o
     assert benchmark_replicas(1, book_replicas=4) == (2, 4)
     assert benchmark_replicas(8, book_replicas=4) == (2, 8)
     assert expected_sum(8) == 36
-    for gpus in (0, -1, True, "2"):
-        with pytest.raises(ValueError, match="gpus must be the number of physical GPUs"):
+    for gpus, error in [(0, ValueError), (-1, ValueError), (True, TypeError), ("2", TypeError)]:
+        with pytest.raises(error, match=r"gpus must be an int.*write gpus=1 \(the physical GPUs"):
             replica_cases(gpus, book_replicas=4)
 
 
