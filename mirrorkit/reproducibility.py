@@ -1,19 +1,27 @@
 """One call that makes a notebook repeatable and keeps TensorFlow's log noise out of it.
 
+The noise itself is recognised here too: :func:`silenced_stderr` hides the C++ lines
+TensorFlow prints on file descriptor 2 while it starts, and :func:`is_log_noise` tells such
+a line apart from a program's own output (the cluster's workers print both).
+
 Example:
     >>> import mirrorkit as mk
     >>> mk.make_reproducible(7)
     7
+    >>> from mirrorkit.reproducibility import is_log_noise
+    >>> is_log_noise("W0000 00:00:17.5 1 cpu.cc:1] slow"), is_log_noise("step 1: loss 0.5")
+    (True, False)
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
+import re
 import sys
 
-from mirrorkit._stderr import silenced_stderr
 from mirrorkit._validate import require_flag
 
 # TensorFlow reads these once, when it is first imported. The log level hides the
@@ -91,3 +99,47 @@ def _quiet_python_loggers() -> None:
 
     logging.getLogger("tensorflow").setLevel(logging.WARNING)
     absl.logging.set_verbosity(absl.logging.WARNING)
+
+
+@contextlib.contextmanager
+def silenced_stderr(enabled: bool = True):
+    """Point fd 2 at /dev/null for the duration (a Jupyter kernel forwards fd 2 to the cell).
+
+    Example:
+        >>> import os
+        >>> with silenced_stderr():
+        ...     _ = os.write(2, b"hidden")
+    """
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+# TensorFlow's C++ INFO and WARNING lines ("I0000 00:00:1795427009.422366   28804
+# grpc_server_lib.cc:466] Started server ..."), and absl's notice before its logging starts.
+# TF_CPP_MIN_LOG_LEVEL=3 asks TensorFlow to hide them, yet TensorFlow 2.20 still prints some
+# through absl (its gRPC server's start). Errors (E, F) are never noise.
+_LOG_NOISE = re.compile(
+    r"[IW]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [\w./-]+:\d+\] "
+    r"|WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$"
+)
+
+
+def is_log_noise(line: str) -> bool:
+    """Whether a line a TensorFlow process printed is C++ INFO/WARNING log noise.
+
+    Example:
+        >>> is_log_noise("E0000 00:00:17.5 1 cpu.cc:1] failed")  # an error is never noise
+        False
+    """
+    return _LOG_NOISE.match(line) is not None

@@ -30,8 +30,8 @@ import threading
 import time
 from functools import partial
 
-from mirrorkit._stderr import is_log_noise
 from mirrorkit.cluster import _forked, _procs, _reaper, protocol
+from mirrorkit.reproducibility import is_log_noise
 
 # Reentrant: SIGTERM's handler (stop) may run in the main thread while it holds either.
 _write_lock = threading.RLock()

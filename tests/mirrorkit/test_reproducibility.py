@@ -8,7 +8,7 @@ import tensorflow as tf
 from tensorflow.python.framework import config as tf_config
 
 import mirrorkit as mk
-from mirrorkit._stderr import is_log_noise
+from mirrorkit.reproducibility import is_log_noise
 from tests.mirrorkit.test_devices import run_fresh
 
 # Start the child with TensorFlow's chattiest settings: make_reproducible must win.
