@@ -123,7 +123,7 @@ class _Accumulated:
 def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, loss):
     import tensorflow as tf
 
-    from mirrorkit._losses import per_example_loss
+    from mirrorkit.checks.equivalence import resolve_loss
 
     x, y = learner_data(data, "data")
     if len(x) % (2 * micro_steps):
@@ -138,7 +138,7 @@ def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, l
         )
     micro = len(x) // (2 * micro_steps)
     big = micro * micro_steps
-    loss_fn = per_example_loss(loss)
+    loss_fn = resolve_loss(loss)
     reference, model, optimizer = reference_and_copy(tf, strategy, model_fn, x, LEARNING_RATE)
     with strategy.scope():
         accumulators = [

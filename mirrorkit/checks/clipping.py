@@ -116,10 +116,10 @@ class _Clipped:
 def _clipping_run(clip, strategy, model_fn, batch, clip_norm, loss):
     import tensorflow as tf
 
-    from mirrorkit._losses import per_example_loss
+    from mirrorkit.checks.equivalence import resolve_loss
 
     x, y = learner_data(batch, "batch")
-    loss_fn = per_example_loss(loss)
+    loss_fn = resolve_loss(loss)
     reference, model, optimizer = reference_and_copy(tf, strategy, model_fn, x, 1.0)
     gradient = mean_loss_gradient(tf, reference, loss_fn, x, y)
     norm = float(np.linalg.norm(gradient))

@@ -1,5 +1,9 @@
 """Does one distributed training step compute the same gradient as one device would?
 
+The one device's loss is read from what the learner names (``loss="mse"``, a
+``keras.losses.Loss`` or a function) by :func:`resolve_loss`, as the other checks that take a
+``loss`` and the scaling sweep (:func:`mirrorkit.run_scaling_sweep`) read theirs.
+
 Example:
     >>> import mirrorkit as mk
     >>> strategy = mk.make_strategy()
@@ -19,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mirrorkit._losses import per_example_loss as _resolve_loss
 from mirrorkit._validate import refuse, require_batch, require_callable, require_strategy
 from mirrorkit.checks import _logits
 from mirrorkit.checks._learner_runs import guarded, traced_learner_error
@@ -38,6 +41,42 @@ from mirrorkit.checks.step_equivalence import (
 from mirrorkit.report.values import error_lines
 
 CALL = 'mk.check_step_equivalence(compute_loss, strategy, model_fn, batch, loss="mse")'
+_LOSS_KINDS = "a Keras loss name, a keras.losses.Loss or a function loss(y_true, y_pred)"
+
+
+def resolve_loss(loss) -> Callable:
+    """The function ``loss(y_true, y_pred)`` that gives one value per example.
+
+    From a Keras loss name, a ``keras.losses.Loss`` (its reduction ignored) or a function.
+
+    Example:
+        >>> import numpy as np
+        >>> resolve_loss("mse")(np.zeros((2, 1)), np.ones((2, 1))).numpy().tolist()
+        [1.0, 1.0]
+        >>> resolve_loss("msq")
+        Traceback (most recent call last):
+        ...
+        ValueError: loss must be a Keras loss name, a keras.losses.Loss or a function loss(y_true, y_pred), got 'msq' (loss='msq' is not a Keras loss name: use a name such as 'mse'): write loss='mse' or loss='sparse_categorical_crossentropy'.
+    """  # noqa: E501
+    import keras
+
+    if isinstance(loss, str):
+        try:
+            fn = keras.losses.get(loss)
+        except ValueError:
+            refuse(
+                "loss",
+                must=_LOSS_KINDS,
+                got=f"{loss!r} (loss={loss!r} is not a Keras loss name: use a name such as 'mse')",
+                write="loss='mse' or loss='sparse_categorical_crossentropy'",
+                error=ValueError,
+            )
+        return fn.call if isinstance(fn, keras.losses.Loss) else fn
+    if isinstance(loss, keras.losses.Loss):
+        return loss.call  # the per-example values, before any reduction
+    if callable(loss):
+        return loss
+    refuse("loss", loss, must=_LOSS_KINDS, write="loss='mse'")
 
 
 def check_step_equivalence(
@@ -116,7 +155,7 @@ def check_step_equivalence(
     import tensorflow as tf
 
     x, y, global_batch = _arguments(tf, compute_loss, strategy, model_fn, batch)
-    per_example_loss = _resolve_loss(loss)
+    per_example_loss = resolve_loss(loss)
     reference = build_model(tf, model_fn, x)
     check_layers(reference)
     with strategy.scope():

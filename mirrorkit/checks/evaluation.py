@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mirrorkit._losses import per_example_loss
 from mirrorkit._validate import describe, refuse, require_count, require_strategy
 from mirrorkit.checks._learner_runs import learner_data, learner_error, literal_numbers
+from mirrorkit.checks.equivalence import resolve_loss
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 
 _CALL = "mk.check_evaluation(evaluate, strategy, model, data, global_batch=...)"
@@ -93,7 +93,7 @@ def check_evaluation(
     if (refusal := cannot_check_with_one_replica(strategy, "an evaluation loop")) is not None:
         return refusal
     x, y = _refuse_setup(strategy, model, data, global_batch)
-    loss_fn = per_example_loss(loss)
+    loss_fn = resolve_loss(loss)
 
     import tensorflow as tf
 

@@ -262,7 +262,7 @@ def run_scaling_sweep(
         >>> sweep.curves[0].steps, sweep.curves[0].examples
         (4, (8, 16, 24, 32))
     """
-    from mirrorkit._losses import per_example_loss
+    from mirrorkit.checks.equivalence import resolve_loss
     from mirrorkit.training._sweep_runner import optimizer_maker, runner_for
 
     counts, devices, (x, y), window = _sweep_set_up(
@@ -278,7 +278,7 @@ def run_scaling_sweep(
         window=window,
     )
     make_optimizer = optimizer_maker(optimizer)
-    loss_fn = per_example_loss(loss)
+    loss_fn = resolve_loss(loss)
     runners = [
         runner_for(devices[:k], model_fn, loss, loss_fn, per_replica_batch, make_optimizer)
         for k in counts
