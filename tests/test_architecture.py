@@ -159,6 +159,13 @@ def test_the_core_and_the_report_import_no_subpackage():
     assert not upward
 
 
+def test_the_core_holds_at_most_12_modules():
+    # mirrorkit's top level is what every lesson uses: a new helper joins the module of its
+    # concept (issue 46), __init__.py included in the count.
+    top = sorted(path.name for path in PACKAGES["mirrorkit"].glob("*.py"))
+    assert len(top) <= 12, f"merge by concept: {top}"
+
+
 def test_the_widgets_use_only_public_mirrorkit():
     private = [
         f"{importer}:{line} imports {imported}{'.' + name if name else ''}"
