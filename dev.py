@@ -48,7 +48,8 @@ USAGE = """mirrorbook's task runner. Needs only Python (3.11, 3.12 or 3.13) and 
                                 range (its keras-nightly and the keras release; not CI)
 
 `python3 dev.py test --jobs reference` runs only the first job, `--quick` only its lint,
-doctests and unit tests; the jobs' stages run side by side, `--lanes N` at once (default 3).
+doctests and unit tests; the jobs' stages run side by side, `--lanes N` at once (default 3)
+and `--spare N` more while a core stands idle (default 1).
 Set-up makes virtual environments (.venv for the book, .venvs/ for the other test jobs)
 pinned by requirements/*.txt, reused until a lock or pyproject file changes, and installs
 graphviz's `dot` (and, for the tests, Chromium) with apt-get when run as root. Everything

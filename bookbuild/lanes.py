@@ -26,9 +26,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bookbuild.idle import IdleMeter
 from bookbuild.shell import cpu_counted, output_to, say
 
 INSTALLS = "set-up"  # the kind of stage that runs one at a time, outside the lanes
+# A spare lane opens while this many cores, on average over SPARE_WINDOW seconds after the
+# last stage started, stood idle: the stages' waits (cluster bounds, TensorFlow's threads)
+# leave a core free for another stage, and a busy machine gets none.
+SPARE_IDLE = 1.0
+SPARE_WINDOW = 20.0
+POLL = 5.0  # seconds between looks at the idle cores while a spare lane may open
 
 
 @dataclass
@@ -84,8 +91,20 @@ class Stage:
         return f"{self.job}--{self.name}".replace("/", "-of-").replace(" ", "-")
 
 
-def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True) -> list[Stage]:
-    """Run ``stages``, at most ``lanes`` at once, each after those it waits for.
+def run_stages(
+    stages: list[Stage],
+    *,
+    lanes: int,
+    logs: Path,
+    echo: bool = True,
+    spare: int = 0,
+    idle: Callable[[], float | None] | None = None,
+) -> list[Stage]:
+    """Run ``stages``, each after those it waits for, at most ``lanes`` (and spare) at once.
+
+    While ``lanes`` stages run, up to ``spare`` more may start, one at a time, each when
+    :data:`SPARE_IDLE` cores have stood idle over :data:`SPARE_WINDOW` seconds since the last
+    start (``idle``: a :class:`bookbuild.idle.IdleMeter` by default).
 
     Installs (kind ``set-up``) wait on downloads and the disk more than on the processors:
     they run one at a time, beside the lanes, so the first environment is ready soonest and
@@ -100,6 +119,8 @@ def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True
         lanes: How many stages may run at once (at least 1).
         logs: The folder for the logs (made if missing).
         echo: Print each log when its stage ends.
+        spare: How many spare lanes may open.
+        idle: Returns the cores idle lately, or None while it cannot tell.
 
     Returns:
         ``stages``, each with its result, wall and CPU seconds, and log.
@@ -128,6 +149,8 @@ def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True
     logs.mkdir(parents=True, exist_ok=True)
     done = threading.Condition()
     waiting, running = list(stages), set()
+    idle = idle or (IdleMeter(SPARE_WINDOW).idle_cores if spare else None)
+    last_start = time.monotonic()
     while waiting or running:
         with done:
             for stage in list(waiting):
@@ -143,7 +166,12 @@ def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True
             ready = [s for s in waiting if all(by_key[k].result == "passed" for k in s.waits_for)]
             busy = [by_key[key] for key in running]
             installing = any(s.kind == INSTALLS for s in busy)
-            free = lanes - sum(s.kind != INSTALLS for s in busy)
+            in_lanes = sum(s.kind != INSTALLS for s in busy)
+            free = lanes - in_lanes
+            cores = idle() if idle else None  # sampled every round, to span the window
+            calm = time.monotonic() - last_start >= SPARE_WINDOW
+            opens = free <= 0 and in_lanes < lanes + spare and calm and (cores or 0) >= SPARE_IDLE
+            free = 1 if opens else free
             for stage in sorted(ready, key=lambda s: -_path(s, stages)):
                 if stage.kind == INSTALLS:
                     if installing:
@@ -151,17 +179,20 @@ def run_stages(stages: list[Stage], *, lanes: int, logs: Path, echo: bool = True
                     installing = True
                 elif free > 0:
                     free -= 1
+                    if opens:
+                        say(f"a spare lane opens ({cores:.1f} cores idle): {stage.key}")
                 else:
                     continue
                 waiting.remove(stage)
                 running.add(stage.key)
                 stage.result = "running"
+                last_start = time.monotonic()
                 # Daemon: an interrupted dev.py ends (its stages' processes got the same ^C).
                 threading.Thread(
                     target=_run, args=(stage, logs, done, running, echo), daemon=True
                 ).start()
             if running:
-                done.wait()
+                done.wait(timeout=POLL if spare else None)
             elif waiting:  # nothing runs and nothing can start: they wait for each other
                 for stage in waiting:
                     stage.detail = f"waits in a cycle: {', '.join(stage.after + stage.needs)}"

@@ -25,6 +25,7 @@ from bookbuild.timing import report
 
 TIMES = ROOT / "test-artifacts" / "test-times.json"
 LANES = 3  # the suite waits on kernels, clusters and a browser about half of the time
+SPARE = 1  # and one more stage starts while a core stands idle (bookbuild.lanes.SPARE_IDLE)
 
 
 def test_jobs(book: Env, only: set[str] | None = None, quick: bool = False) -> list[Job]:
@@ -106,7 +107,7 @@ def summarize(jobs: list[Job], wall: float = 0.0, lanes: int = LANES) -> int:
 
 
 def run_tests(args: list[str], start: float) -> int:
-    """``dev.py test [--jobs A,B] [--quick] [--lanes N]``: every job's stages, side by side.
+    """``dev.py test [--jobs A,B] [--quick] [--lanes N] [--spare N]``: every job's stages.
 
     Args:
         args: The command's arguments.
@@ -125,6 +126,7 @@ def run_tests(args: list[str], start: float) -> int:
     parser.add_argument("--jobs", type=lambda text: set(text.split(",")), default=None)
     parser.add_argument("--quick", action="store_true", help="lint, doctests, unit tests")
     parser.add_argument("--lanes", type=int, default=LANES, help="stages at once")
+    parser.add_argument("--spare", type=int, default=SPARE, help="more while cores stand idle")
     options = parser.parse_args(args)
     ensure_system_tools(*((DOT, *SLURM) if options.quick else (DOT, CHROMIUM, *SLURM)))
     jobs = test_jobs(book_env(), options.jobs, quick=options.quick)
@@ -133,7 +135,8 @@ def run_tests(args: list[str], start: float) -> int:
     for job in jobs:
         say(f"job {job.name}: {job.what}" if job.stages else f"job {job.name}: {job.detail}")
     try:
-        run_stages([s for job in jobs for s in job.stages or ()], lanes=options.lanes, logs=LOGS)
+        stages = [s for job in jobs for s in job.stages or ()]
+        run_stages(stages, lanes=options.lanes, spare=options.spare, logs=LOGS)
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
     for job in jobs:

@@ -68,11 +68,17 @@ ALLOWANCES = {
     ("hosted", "chapters"): 80,
 }
 CI_CORES = 2  # CI's machine: the stages' CPU seconds over this bound its wall time below
-WALL_ALLOWANCE = 31 * 60  # seconds; with RESERVED, the README's promise of 35 minutes
-# Minutes of wall time kept free for the issues filed beside the time budget (35 - 30 = 5):
-# a third of each one's expected stage seconds.
+WALL_ALLOWANCE = int(26.5 * 60)  # seconds; with RESERVED, the README's promise of 35 minutes
+# Minutes of wall time kept free for the issues filed beside the time budget (35 - 26.5 =
+# 8.5), one item each: each of those issues fits its tests into its item and moves it into
+# ALLOWANCES.
 RESERVED = {
-    "stricter grading (more submissions, held-out answers: ~270 s)": 1.5,
+    "grading in separate processes (issue 47)": 2.5,
+    "your own code: API reference and model-shape matrix (issue 48)": 1.5,
+    "faults, third round (issue 49)": 1.0,
+    "GPU truth: claims and word counts (issue 50)": 0.5,
+    "browser labs that check answers (issue 51)": 1.5,
+    "accessibility in the browser (issue 52)": 1.5,
 }
 
 
@@ -303,7 +309,7 @@ def budget_report(times: dict) -> tuple[str, bool]:
         >>> print(text)
         job        stage  cpu s  seconds  allowance
         reference  lint       9       12         30
-        wall time             9     1900       1860  OVER
+        wall time             9     1900       1590  OVER
         >>> within
         False
     """

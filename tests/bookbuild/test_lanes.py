@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from bookbuild import lanes
 from bookbuild.lanes import Stage, run_stages
 from bookbuild.shell import run, say
 
@@ -122,6 +123,26 @@ def test_wrong_plans_are_refused_before_anything_runs(tmp_path):
     cycle = [Stage("j", "a", print, after=("b",)), Stage("j", "b", print, after=("a",))]
     run_stages(cycle, lanes=1, logs=tmp_path, echo=False)
     assert [s.detail for s in cycle] == ["waits in a cycle: b", "waits in a cycle: a"]
+
+
+@pytest.mark.parametrize(("idle", "most"), [(2.0, 2), (0.5, 1), (None, 1)])
+def test_a_spare_lane_opens_only_while_cores_stand_idle(tmp_path, monkeypatch, idle, most):
+    monkeypatch.setattr(lanes, "SPARE_WINDOW", 0.0)
+    monkeypatch.setattr(lanes, "POLL", 0.01)
+    lock, now, seen = threading.Lock(), [0], [0]
+
+    def work():
+        with lock:
+            now[0] += 1
+            seen[0] = max(seen[0], now[0])
+        time.sleep(0.2)
+        with lock:
+            now[0] -= 1
+
+    stages = [Stage("j", f"part {i}/3", work) for i in range(3)]
+    run_stages(stages, lanes=1, spare=1, idle=lambda: idle, logs=tmp_path, echo=False)
+    assert seen[0] == most
+    assert all(s.result == "passed" for s in stages)
 
 
 def test_a_stage_can_wait_for_another_jobs_stage(tmp_path):

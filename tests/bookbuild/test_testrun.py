@@ -27,7 +27,12 @@ def test_every_task_the_jobs_start_exists(monkeypatch):
 def test_every_job_runs_every_part_of_the_suite_it_can_and_quick_only_the_unit_tests():
     jobs = {job.name: job for job in testrun.test_jobs(book_env())}
     kinds = {name: {s.kind for s in job.stages or ()} for name, job in jobs.items()}
-    assert kinds["reference"] == {"set-up", "lint", "doctests", *SUITE_PARTS, "nbval"}
+    assert kinds["reference"] == {"set-up", "lint", "build", "doctests", *SUITE_PARTS, "nbval"}
+    # What is built once (the book, its lab site, the labs) is read by every job after it.
+    for job in jobs.values():
+        for stage in job.stages or ():
+            reads = stage.kind in ("chapters", "grading", "browser")
+            assert stage.needs == (("reference/build",) if reads else ()), stage.key
     assert kinds["hosted"] == {"set-up", "hosted execution", "doctests", "unit tests", "chapters"}
     full = {"set-up", "doctests", "unit tests", "chapters"}
     # The gpu job runs its own checks where a GPU is visible (tests/bookbuild/test_gpu_job.py).
@@ -42,6 +47,7 @@ def test_every_job_runs_every_part_of_the_suite_it_can_and_quick_only_the_unit_t
     assert {s.kind for s in quick.stages} == {"set-up", "lint", "doctests", "unit tests"}
     only = testrun.test_jobs(book_env(), {"hosted"})
     assert [job.name for job in only if job.stages] == ["hosted"]
+    assert not any(s.needs for job in only for s in job.stages or ())  # it builds its own
 
 
 def test_a_job_that_cannot_run_is_reported_by_name(capsys, tmp_path, monkeypatch):
