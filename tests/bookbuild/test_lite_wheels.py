@@ -15,9 +15,15 @@ import zipfile
 
 import pytest
 
+from bookbuild import built
 from bookbuild.lite import wheels
+from bookbuild.lite.contents import SITE_FOLDER
 from bookbuild.lite.modules import BROWSER_MODULES
 from tests.refuse_heavy import REFUSE
+
+# The wheels the test run's lab site carries (bookbuild.built), where dev.py built one: the
+# chapters stage reads them. A pytest run alone builds them here, once.
+pytestmark = pytest.mark.book
 
 PROBE = REFUSE + textwrap.dedent(
     """
@@ -32,10 +38,19 @@ PROBE = REFUSE + textwrap.dedent(
 )
 
 
-def test_the_unpacked_wheels_alone_import_every_browser_module(tmp_path):
-    built = wheels.build_wheels(tmp_path / "wheels")
+@pytest.fixture(scope="module")
+def site_wheels(tmp_path_factory) -> list:
+    """[mirrorkit's wheel, mirrorbook-widgets'], from the shared lab site or built once."""
+    html = built.shared("html")
+    if html is None:
+        return wheels.build_wheels(tmp_path_factory.mktemp("wheels"))
+    pypi = html / SITE_FOLDER / "pypi"
+    return [next(pypi.glob(f"{name}-*.whl")) for name in ("mirrorkit", "mirrorbook_widgets")]
+
+
+def test_the_unpacked_wheels_alone_import_every_browser_module(tmp_path, site_wheels):
     site = tmp_path / "site"
-    for wheel in built:
+    for wheel in site_wheels:
         zipfile.ZipFile(wheel).extractall(site)
     # -P and a folder of its own: the checkout's mirrorkit is not on the path, and the wheels'
     # folder comes before the environment's editable installs.
@@ -55,8 +70,8 @@ def test_the_unpacked_wheels_alone_import_every_browser_module(tmp_path):
     assert not (site / "mirrorkit" / "strategy.py").exists()  # TensorFlow's part stays out
 
 
-def test_the_wheels_require_only_what_the_site_serves(tmp_path):
-    kit, widgets = wheels.build_wheels(tmp_path)
+def test_the_wheels_require_only_what_the_site_serves(tmp_path, site_wheels):
+    kit, widgets = site_wheels
     for wheel, expected in (
         (kit, ["lazy_loader>=0.4"]),
         (
@@ -69,6 +84,7 @@ def test_the_wheels_require_only_what_the_site_serves(tmp_path):
             metadata = email.message_from_bytes(archive.read(name))
             assert archive.testzip() is None
         assert metadata.get_all("Requires-Dist") == expected
+    # Built again, byte for byte the same: the one repeat, and it is the check.
     assert wheels.build_wheels(tmp_path / "again")[0].read_bytes() == kit.read_bytes()
 
 
