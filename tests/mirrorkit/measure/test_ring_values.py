@@ -53,11 +53,20 @@ def chapter_5_replay() -> AllReduceReplay:
     return mk.replay_all_reduce(strategy, gradients_of(batch))
 
 
-def test_the_chapters_step_gives_exactly_the_stored_values():
+def test_the_chapters_step_gives_the_stored_values_to_float32_rounding():
     if os.environ.get("MIRRORBOOK_WRITE_RING_VALUES"):
         chapter_5_replay().to_json(VALUES)
     stored = json.loads(VALUES.read_text(encoding="utf-8"))
-    assert json.loads(chapter_5_replay().to_json()) == stored
+    fresh = json.loads(chapter_5_replay().to_json())
+    # The gradients' last bits depend on the processor's vector instructions (a machine with
+    # AVX but no AVX2 gives some of them one unit in the last place apart): values to float32
+    # rounding, the rest exactly.
+    numbers = ("inputs", "strategy_result")
+    assert {k: v for k, v in fresh.items() if k not in numbers} == {
+        k: v for k, v in stored.items() if k not in numbers
+    }
+    for key in numbers:
+        np.testing.assert_allclose(fresh[key], stored[key], rtol=1e-6, atol=1e-6)
     assert (stored["algorithm"], len(stored["devices"]), stored["dtype"]) == (
         "collective",
         REPLICAS,
