@@ -78,6 +78,9 @@ def test_each_chapter_page_opens_its_lab_in_a_new_tab(site, browser):
                 # The lab's title, then its links cell: back to the chapter, and to Colab.
                 title = lab.locator(".jp-MarkdownCell .jp-RenderedMarkdown h1").first
                 assert title.inner_text(timeout=60_000).strip()
+                # The links cell renders after the title, later on a slow machine: wait for it.
+                colab = lab.locator('.jp-RenderedMarkdown a[href^="https://colab.research"]')
+                colab.first.wait_for(timeout=60_000)
                 hrefs = lab.locator(".jp-RenderedMarkdown a").evaluate_all(
                     "anchors => anchors.map(a => a.href)"
                 )
