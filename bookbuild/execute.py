@@ -49,14 +49,16 @@ def notebook_client(nb, *, timeout: int, cwd: Path, allow_errors: bool = False) 
     from nbclient import NotebookClient
     from traitlets.config import Config
 
+    from bookbuild.kernel_client import PromptKernelManager
+
     with tempfile.TemporaryDirectory(prefix="mirrorbook-kernel-") as sockets:
         config = Config()
         config.KernelManager.transport = "ipc"
         config.KernelManager.ip = str(Path(sockets) / "kernel")
-        config.AsyncKernelManager.client_class = "bookbuild.kernel_client.PromptKernelClient"
         yield NotebookClient(
             nb,
             config=config,
+            kernel_manager_class=PromptKernelManager,
             kernel_name="python3",
             timeout=timeout,
             allow_errors=allow_errors,

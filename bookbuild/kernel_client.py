@@ -12,7 +12,7 @@ seconds; each new poll reads the socket's events, so a reply is taken within one
 ``tests/bookbuild/test_kernel_client.py`` shows the lost wake-up and its end.
 
 Example:
-    >>> PromptKernelClient.shell_channel_class.default_value.__name__
+    >>> PromptKernelManager().client().shell_channel_class.__name__
     'SlicedShellChannel'
 """
 
@@ -22,7 +22,8 @@ import time
 from queue import Empty
 
 from jupyter_client.asynchronous import AsyncKernelClient
-from traitlets import Type
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import DottedObjectName, Type
 
 POLL_SLICE = 0.25  # seconds: the longest a received reply can wait to be taken
 # jupyter_client's asynchronous channel (its class name differs between 7.x and 8.x).
@@ -48,10 +49,18 @@ class SlicedShellChannel(_CHANNEL):
 
 
 class PromptKernelClient(AsyncKernelClient):
-    """nbclient's asynchronous kernel client with :class:`SlicedShellChannel` for the shell.
-
-    Named by :func:`bookbuild.execute.notebook_client` as its kernel manager's
-    ``client_class``.
-    """
+    """nbclient's asynchronous kernel client with :class:`SlicedShellChannel` for the shell."""
 
     shell_channel_class = Type(SlicedShellChannel)
+
+
+class PromptKernelManager(AsyncKernelManager):
+    """A kernel manager whose clients are :class:`PromptKernelClient`.
+
+    :func:`bookbuild.execute.notebook_client` gives it to nbclient, which makes and owns it
+    (and shuts its kernel down). A class, not a setting: jupyter_client 7 (Colab's) does not
+    take ``client_class`` from a configuration.
+    """
+
+    client_class = DottedObjectName("bookbuild.kernel_client.PromptKernelClient")
+    client_factory = Type(PromptKernelClient)  # its own default, not derived from the above

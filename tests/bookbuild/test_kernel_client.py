@@ -22,7 +22,7 @@ from jupyter_client.session import Session
 from bookbuild.execute import notebook_client
 from bookbuild.kernel_client import _CHANNEL, POLL_SLICE, SlicedShellChannel
 
-TIMEOUT = 5.0  # seconds: what a lost wake-up costs the plain channel
+TIMEOUT = 5  # seconds (an int: nbclient 0.10 takes no float), what a lost wake-up costs
 
 
 async def _reply_while_busy(channel_class, timeout: float) -> tuple[dict, float]:
@@ -57,7 +57,7 @@ def test_a_blocking_send_hides_a_received_reply_from_one_long_poll():
     assert seconds > TIMEOUT - 0.5, "jupyter_client's own channel took it at once"
 
 
-@pytest.mark.parametrize("timeout", [TIMEOUT, 600.0])
+@pytest.mark.parametrize("timeout", [TIMEOUT, 600])
 def test_the_sliced_channel_takes_the_reply_within_a_slice(timeout):
     reply, seconds = asyncio.run(_reply_while_busy(SlicedShellChannel, timeout))
     assert reply["msg_type"] == "execute_reply"
@@ -140,7 +140,7 @@ def test_nbclient_alone_sleeps_through_the_reply_of_an_output_widget_cell(monkey
     assert done > TIMEOUT - 0.5, "and the cell ended only at its timeout"
 
 
-@pytest.mark.parametrize("timeout", [TIMEOUT, 600.0])
+@pytest.mark.parametrize("timeout", [TIMEOUT, 600])
 def test_a_cell_completes_within_a_second_of_its_reply(timeout, monkeypatch):
     arrived, done = _cell_times(timeout, monkeypatch)
     assert done - arrived < 1.0
