@@ -69,9 +69,7 @@ def main(argv: list[str]) -> None:
     if command == "book":
         book = setup(DOT)
         book.dev("_execute")
-        book.dev("_html")
-        book.dev("_lite")
-        book.dev("_labs")
+        book.dev("_built")  # the HTML book, its browser labs, the classroom labs
     elif command == "labs":
         setup().dev("_labs", *args)
     elif command == "grade":

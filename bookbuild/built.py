@@ -1,4 +1,4 @@
-"""What one ``dev.py test`` run builds once, for every stage that reads it.
+"""What ``dev.py book`` builds, and one ``dev.py test`` run builds once for every stage.
 
 The HTML book with its browser lab site, and the classroom labs (student editions and
 autograders), depend on the tree and the lock's pins of Jupyter Book, JupyterLite and
@@ -20,18 +20,19 @@ import os
 from pathlib import Path
 
 VARIABLE = "MIRRORBOOK_BUILT"  # the folder :func:`build` wrote, for the stages that read it
-PARTS = {"html": "book/_build/html", "labs": "labs"}  # what it holds, by name
+PARTS = {"html": "_build/html", "labs": "labs"}  # what it holds, by name (build/'s layout)
 _DONE = ".complete"  # written last: a folder without it was not built whole
 
 
-def build(into: Path) -> Path:
+def build(into: Path | None = None) -> Path:
     """Build the HTML book, its lab site and every chapter's lab into ``into``.
 
     The labs are stamped with what they were built from, as ``dev.py labs`` writes them, so
     :func:`bookbuild.grading.built_labs.lab_for` given the same folder reads them back.
 
     Args:
-        into: An empty or missing folder.
+        into: A folder; the manifest's ``output`` (``build/``, ``dev.py book``'s) by default,
+            where labs built from the same inputs are kept with their grades.
 
     Returns:
         ``into``, holding :data:`PARTS` and a mark that the build finished.
@@ -45,13 +46,15 @@ def build(into: Path) -> Path:
     from bookbuild.labs import chapters_with_exercises
     from bookbuild.lite.site import build_lite
     from bookbuild.manifest import load_manifest
+    from bookbuild.shell import say
 
-    into = Path(into)
     manifest = load_manifest()
-    html = build_html(into / "book", manifest)
+    into = Path(into or manifest["output"])
+    html = build_html(into, manifest)
     build_lite(html, manifest)
     for chapter in chapters_with_exercises(manifest, []):
-        lab_for(chapter, into / PARTS["labs"])  # as `dev.py labs` writes them, stamped
+        lab = lab_for(chapter, into / PARTS["labs"])  # as `dev.py labs` writes them, stamped
+        say(f"lab of {chapter['file']}: {lab.student.parent.parent}")
     (into / _DONE).write_text("built whole\n")
     return into
 

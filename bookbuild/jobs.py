@@ -137,8 +137,10 @@ def suite_stages(
         variables = {**env_vars, built.VARIABLE: str(BUILT)} if reads else env_vars
         for index in range(1, count + 1):
             name = part if count == 1 else f"{part} {index}/{count}"
-            stage = Stage(job, name, print, after=(after,), weight=weight(job, part) / count)
-            stage.needs = (BUILD,) if reads else ()
+            needs = (BUILD,) if reads else ()
+            stage = Stage(
+                job, name, print, after=(after,), needs=needs, weight=weight(job, part) / count
+            )
             args = [part, "--shard", f"{index}/{count}", *(["--skip", skip] if skip else [])]
             args += [f"--junitxml={LOGS / stage.stem}.xml", f"--basetemp={TMP / stage.stem}"]
             stage.action = lambda args=args, v=variables: env.dev("_suite", *args, env=v)

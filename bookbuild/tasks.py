@@ -34,9 +34,7 @@ from bookbuild.execute import execute_chapters
 from bookbuild.gpujob.run import gpu_checks
 from bookbuild.grading.built_labs import lab_for
 from bookbuild.grading.command import grade_command
-from bookbuild.jupyterbook import build_html
 from bookbuild.labs import chapters_with_exercises
-from bookbuild.lite.site import build_lite
 from bookbuild.manifest import load_manifest
 from bookbuild.release import release
 from bookbuild.rerun import run_again
@@ -50,9 +48,8 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
     with ``--into``, as copies in FOLDER; with ``--solutions``, then their solutions and
     checks); ``_claims --into FOLDER [CHAPTER ...]`` runs copies with errors allowed and
     prints the claims that no longer hold (exit status 1 if any);
-    ``_html`` builds the book; ``_lite`` its browser lab site (:mod:`bookbuild.lite.site`);
-    ``_built FOLDER`` builds both and the labs into FOLDER, once for a whole test run
-    (:mod:`bookbuild.built`);
+    ``_built [FOLDER]`` builds the HTML book, its browser lab site and the labs into build/
+    (``dev.py book``) or FOLDER (once for a whole test run; :mod:`bookbuild.built`);
     ``_lint`` and ``_doctests`` run those checks; ``_suite
     PART [--skip EXPR] [--shard I/K] [PYTEST-ARGUMENT ...]`` runs one part of the test suite
     (or one of its K shards); ``_nbval [PYTEST-ARGUMENT ...]`` runs nbval on copies of the
@@ -76,7 +73,7 @@ def run_task(command: str, args: Sequence[str] = ()) -> None:
         >>> run_task("_deploy")
         Traceback (most recent call last):
         ...
-        SystemExit: [dev] no task '_deploy'; the tasks are _execute, _claims, _html, _lite, _built, _lint, _doctests, _suite, _nbval, _versions, _labs, _grade, _release, _gpu
+        SystemExit: [dev] no task '_deploy'; the tasks are _execute, _claims, _built, _lint, _doctests, _suite, _nbval, _versions, _labs, _grade, _release, _gpu
     """  # noqa: E501
     if command not in TASKS:
         raise SystemExit(f"[dev] no task {command!r}; the tasks are {', '.join(TASKS)}")
@@ -182,9 +179,7 @@ def _release(args: list[str]) -> None:
 TASKS = {  # name -> function of the command-line arguments
     "_execute": _execute,
     "_claims": _claims,
-    "_html": lambda args: build_html(),
-    "_lite": lambda args: build_lite(),
-    "_built": lambda args: built.build(Path(args[0])),
+    "_built": lambda args: built.build(Path(args[0]) if args else None),
     "_lint": lambda args: _run_all(lint_commands()),
     "_doctests": lambda args: run(*doctest_command(*args)),
     "_suite": _suite,
