@@ -118,6 +118,35 @@ def probe(address: str, timeout: float = 1.0) -> str:
         return f"unreachable ({error.strerror or error})"
 
 
+_HTTP2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def speaks_grpc(address: str, timeout: float = 1.0) -> bool:
+    """Whether what listens at ``host:port`` answers HTTP/2's greeting, as a gRPC server does.
+
+    TensorFlow's servers are gRPC servers: sent HTTP/2's preface, they answer with a
+    SETTINGS frame (type 4 in the fourth byte of a frame header). Another program on the
+    port answers otherwise, or not at all.
+
+    Example:
+        >>> speaks_grpc("127.0.0.1:1", timeout=0.2)  # nothing listens on port 1
+        False
+    """
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+            sock.sendall(_HTTP2_GREETING)
+            header = b""
+            while len(header) < 9:
+                chunk = sock.recv(9 - len(header))
+                if not chunk:
+                    break
+                header += chunk
+    except (OSError, ValueError):
+        return False
+    return len(header) == 9 and header[3] == 4
+
+
 def join_report(tf_config: dict, job: str, index: int, waited_s: float) -> str:
     """Why this worker gave up joining: each peer's address and whether it listens.
 
@@ -134,14 +163,23 @@ def join_report(tf_config: dict, job: str, index: int, waited_s: float) -> str:
         f"mirrorkit.worker: the cluster did not form within {waited_s:g} s "
         f"({job} {index} of {len(everyone)} waited for its peers)."
     ]
-    waiting = []
+    waiting, foreign = [], []
     for peer_job, peer_index, address in everyone:
         if (peer_job, peer_index) == (job, index):
             continue
         state = probe(address)
+        if state == "listening" and not speaks_grpc(address):
+            state = "listening, but not as a TensorFlow server: another program holds the port"
+            foreign.append(f"{peer_job} {peer_index}'s port {address.rpartition(':')[2]}")
         lines.append(f"  {peer_job} {peer_index} at {address}: {state}")
-        if state != "listening":
+        if not state.startswith("listening"):
             waiting.append(f"{peer_job} {peer_index}")
+    if foreign:
+        lines.append(
+            f"Another program holds {' and '.join(foreign)} (it does not answer as a gRPC "
+            "server would), so that task could not start its server there. Stop that program, "
+            "or give the task a free port in every worker's TF_CONFIG."
+        )
     if waiting:
         lines.append(
             f"Waiting for: {', '.join(waiting)}. Start every worker, check that the "
@@ -149,7 +187,7 @@ def join_report(tf_config: dict, job: str, index: int, waited_s: float) -> str:
             f"{'are' if len(waiting) > 1 else 'is'} where it runs (every worker's "
             "TF_CONFIG must list the same cluster), or raise --join-timeout."
         )
-    else:
+    elif not foreign:
         lines.append(
             "Every peer is listening, yet the cluster did not form: compare the workers' "
             "TF_CONFIG (the same cluster lists in the same order, a different task index "

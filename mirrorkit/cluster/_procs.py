@@ -5,9 +5,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import queue
 import signal
 import socket
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 #: The name (``comm``) the warm process gives itself; its forks rename themselves at once.
@@ -30,6 +34,44 @@ def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> bool:
     if os.getppid() != parent_pid:  # the parent ended before the request was made
         os._exit(70)
     return accepted
+
+
+_lasting: tuple[int, queue.Queue] | None = None  # (pid, requests) of the lasting thread
+_lasting_lock = threading.Lock()
+
+
+def on_lasting_thread(function: Callable[[], Any]) -> Any:
+    """Call ``function`` on a thread that lives as long as this process; its result.
+
+    Linux sends a child's parent-death signal when the *thread* that forked it ends, not its
+    process (prctl(2), PR_SET_PDEATHSIG). A child meant to live as long as this process (the
+    warm process) is started here, so that a notebook thread that starts a run and ends does
+    not take it along.
+    """
+    global _lasting
+    with _lasting_lock:
+        if _lasting is None or _lasting[0] != os.getpid():  # none yet, or a fork's copy
+            requests: queue.Queue = queue.Queue()
+            threading.Thread(
+                target=_serve_calls, args=(requests,), name="mirrorkit-lasting", daemon=True
+            ).start()
+            _lasting = (os.getpid(), requests)
+        requests = _lasting[1]
+    answer: queue.Queue = queue.Queue(maxsize=1)
+    requests.put((function, answer))
+    failed, value = answer.get()
+    if failed:
+        raise value
+    return value
+
+
+def _serve_calls(requests: queue.Queue) -> None:
+    while True:
+        function, answer = requests.get()
+        try:
+            answer.put((False, function()))
+        except BaseException as error:  # noqa: BLE001 - raised again in the caller's thread
+            answer.put((True, error))
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mirrorkit.cluster import _culprits, _flight, _procs, _reaper, _warm, protocol
+from mirrorkit.cluster import _culprits, _flight, _output, _procs, _reaper, _warm, protocol
+from mirrorkit.cluster._session_text import LAST_LINES, SessionText
 from mirrorkit.cluster.cluster_run import ClusterRun
 from mirrorkit.cluster.events import ClusterStatus, WorkerEvent
 from mirrorkit.cluster.worker import calling_on_event
@@ -29,7 +30,6 @@ from mirrorkit.errors import (
     WorkerFailedError,
 )
 
-_LAST_LINES = 8
 _live_supervisors: weakref.WeakSet = weakref.WeakSet()
 
 
@@ -40,7 +40,7 @@ def _stop_live_supervisors() -> None:  # the kernel is shutting down: take the w
             process.terminate()  # it stops its workers and sweeps what they started
 
 
-class Session:
+class Session(SessionText):
     """One launch: the supervisor process and everything heard from it.
 
     ``worker_env`` is what every worker needs from this process (its import path, quiet
@@ -69,7 +69,8 @@ class Session:
             num_workers=cluster.num_workers, num_ps=cluster.num_ps, status=ClusterStatus(n)
         )
         self.names = self.record.tasks
-        self.record.output = {i: [] for i in range(n)}
+        self.keeper = _output.OutputKeeper(self.names, cluster.echo, _output.new_log_dir())
+        self.record.output = self.keeper.lines  # lists again once the run has ended
         self.messages: queue.Queue = queue.Queue()
         self.finished: set[int] = set()
         self.ready: set[int] = set()
@@ -152,27 +153,52 @@ class Session:
         self.messages.put((channel, None))
 
     def _loop(self) -> None:
-        open_streams = 2
-        while open_streams:
+        self.open_streams = 2
+        while self.open_streams:
             try:
                 channel, line = self.messages.get(timeout=0.1)
             except queue.Empty:
-                self._watch_deadlines()
+                if self._watch_deadlines():
+                    return
                 continue
-            if line is None:
-                open_streams -= 1
-                continue
-            if channel == "err":
-                self.stderr.append(line.rstrip("\n"))
-                continue
-            if self._handle(protocol.decode(line)):
+            if self._take(channel, line) or self._watch_deadlines():
                 return
-            self._watch_deadlines()
         raise ClusterError(
             "the cluster's supervisor process ended unexpectedly"
-            + (": " + " | ".join(self.stderr[-_LAST_LINES:]) if self.stderr else "."),
+            + (": " + " | ".join(self.stderr[-LAST_LINES:]) if self.stderr else "."),
             self.record,
         )
+
+    def _take(self, channel: str, line: str | None) -> bool:
+        """Apply one line the readers queued; True when the run is over."""
+        if line is None:
+            self.open_streams -= 1
+            return False
+        if channel == "err":
+            self.stderr.append(line.rstrip("\n"))
+            return False
+        return self._handle(protocol.decode(line))
+
+    def _caught_up(self) -> bool:
+        """Apply what the supervisor sent while this process looked away; True if it ended.
+
+        An owner frozen, swapped out or busy in ``on_event`` finds a deadline passed with
+        its queue full: the workers may have finished meanwhile (then the run returns their
+        results), and the steps it reports must be the latest.
+        """
+        quiet_since = started = time.monotonic()
+        while self.open_streams and time.monotonic() - quiet_since < 0.3:
+            finished = len(self.finished) == self.cluster.num_processes
+            if time.monotonic() - started > (10.0 if finished else 2.0):
+                break  # a worker that never stops printing: judge now
+            try:
+                channel, line = self.messages.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            quiet_since = time.monotonic()
+            if self._take(channel, line):
+                return True
+        return False
 
     def _handle(self, message: protocol.SupervisorMessage) -> bool:
         """Apply one supervisor message; True when the run is over."""
@@ -182,10 +208,8 @@ class Session:
         self.emit(message.worker, "starting", address=message.address, pid=message.pid)
 
     def _output(self, message: protocol.Output) -> None:
-        self.record.output[message.worker].append(message.text)
-        if self.cluster.echo:
-            print(f"[{self.names[message.worker]}] {message.text}", flush=True)
-        self.emit(message.worker, "output", text=message.text)
+        if self.keeper.add(message.worker, message.text):  # echoed: not over the rate
+            self.emit(message.worker, "output", text=message.text)
 
     def _listening(self, message: protocol.Listening) -> None:
         self.record.listening = list(message.sockets)
@@ -356,9 +380,13 @@ class Session:
             worker=culprit,
         )
 
-    def _watch_deadlines(self) -> None:
+    def _watch_deadlines(self) -> bool:
+        """Raise if the start or the run took too long; True if catching up ended the run."""
         elapsed = self.elapsed()
         n = self.cluster.num_processes
+        late = len(self.ready) < n and elapsed > self.cluster.start_timeout
+        if (late or (self.timeout is not None and elapsed > self.timeout)) and self._caught_up():
+            return True
         if len(self.ready) < n and elapsed > self.cluster.start_timeout:
             waiting = [i for i in range(n) if i not in self.ready]
             self._shutdown()
@@ -380,40 +408,14 @@ class Session:
                 + (f" Who waited for whom: {holdup}" if holdup else ""),
                 self.record,
             )
-
-    def _not_joined(self, worker: int) -> str:
-        """Why ``worker`` had not joined when the start timeout ran out."""
-        address = self.record.addresses[worker] if self.record.addresses else "?"
-        name = self.names[worker]
-        if worker in self.absent:
-            return f"{name} ({address}) was never started (absent={self.absent})"
-        if self.record.output.get(worker):
-            return f"{name} ({address}) did not join.{self._last_lines(worker)}"
-        strategy = "ParameterServer" if self.cluster.num_ps else "MultiWorkerMirrored"
-        return (
-            f"{name} ({address}) started and printed nothing: it was waiting "
-            f"for the others in {strategy}Strategy()"
-        )
-
-    def _steps(self) -> str:
-        return ", ".join(
-            f"{self.names[w.worker]}: {w.step if w.step is not None else 'none'}"
-            for w in self.record.status.workers
-        )
-
-    def _last_lines(self, worker: int, who: str = "") -> str:
-        lines = [line for line in self.record.output.get(worker, []) if line.strip()]
-        if not lines:
-            return f" {who or 'It'} printed nothing."
-        tail = "\n".join(f"    {line}" for line in lines[-_LAST_LINES:])
-        whose = f"{who}'s" if who else "Its"
-        return f" {whose} last output:\n{tail}"
+        return False
 
     def _shutdown(self) -> None:
         """Stop every process of this run, within grace_seconds plus a little."""
         if self.closed:
             return
         self.closed = True
+        self._keep_output()
         process = self.process
         if process.poll() is None:
             try:

@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from mirrorkit.cluster import protocol
+from mirrorkit.cluster import _procs, protocol
 
 #: Seconds the warm process waits for another run before it ends, freeing its memory.
 IDLE_SECONDS = 600.0
@@ -260,8 +260,8 @@ def start_supervisor(
                     _current.stop()
                 _current = None
             fresh = _current is None
-            if fresh:
-                _current = WarmProcess(env, key)
+            if fresh:  # its parent-death signal must not follow this thread's end
+                _current = _procs.on_lasting_thread(lambda: WarmProcess(env, key))
             warm = _current
         try:
             handle = warm.supervise(run_dir, timeout)

@@ -54,14 +54,22 @@ def main(run_dir: str, index: str) -> None:
         else:
             result = _join_and_run(payload, worker, channel, spec)
         partial = run / f"{protocol.result_file(worker)}.partial"
-        partial.write_bytes(cloudpickle.dumps(result))
-        partial.rename(run / protocol.result_file(worker))
+        from mirrorkit.cluster import _results
+
+        data = _results.dump(result, bool(payload.get("keep_tensors")))
+        try:
+            partial.write_bytes(data)
+            partial.rename(run / protocol.result_file(worker))
+        except OSError as error:
+            from mirrorkit.cluster._run_folder import TMP_FIX, explained
+
+            raise explained(error, run, "the run's folder, writing the result,", TMP_FIX) from None
         sys.stdout.flush()
         channel.send(WorkerEvent(worker, "finished"))
     except BaseException as error:  # noqa: BLE001 - every failure is reported, then we exit
         traceback.print_exc(file=sys.stdout)
+        summary = _hint(error, spec.num_workers) or _one_line(error)
         sys.stdout.flush()
-        summary = _one_line(error)
         channel.send(WorkerEvent(worker, "failed", text=summary))
         code = 1
     # Leave only when the supervisor says so (it closes our stdin once every worker has
@@ -246,6 +254,19 @@ def _serve_plain_script(payload: dict, worker: int, channel) -> None:
     ended.wait()
     if outcome:
         raise outcome[0]
+
+
+def _hint(error: BaseException, num_workers: int) -> str | None:
+    """What a misleading error means (printed too), or None; never fails itself."""
+    try:
+        from mirrorkit.cluster._worker_hints import hint
+
+        text = hint(error, num_workers)
+    except Exception:  # noqa: BLE001 - the error itself is reported either way
+        return None
+    if text:
+        print(f"mirrorkit: {text}", flush=True)
+    return text
 
 
 def _one_line(error: BaseException) -> str:

@@ -32,7 +32,11 @@ class ClusterRun:
         results: Each worker's return value (``None`` where it did not finish).
         events: Every :class:`mirrorkit.WorkerEvent`, in arrival order.
         status: The final :class:`mirrorkit.ClusterStatus`.
-        output: Lines each worker printed.
+        output: The last lines each worker printed (at most 200 per worker: a worker that
+            prints more has the rest counted in ``output_dropped`` and kept in ``logs``).
+        output_dropped: Per worker, how many earlier lines ``output`` no longer holds.
+        logs: Per worker, the file on disk that holds every line it printed (kept for this
+            process's last 10 runs, in the temporary folder).
         exits: How each worker's process ended (``"exit status 0"``, ``"killed by SIGKILL"``).
         left_running: Processes the workers started (at any depth) that were still running
             when the run ended; the launcher ended them (``"pid 123 (sleep 600)"``).
@@ -59,6 +63,8 @@ class ClusterRun:
     events: list[WorkerEvent] = field(default_factory=list)
     status: ClusterStatus | None = None
     output: dict[int, list[str]] = field(default_factory=dict)
+    output_dropped: dict[int, int] = field(default_factory=dict)
+    logs: dict[int, str] = field(default_factory=dict)
     exits: dict[int, str] = field(default_factory=dict)
     left_running: list[str] = field(default_factory=list)
     start_seconds: float | None = None

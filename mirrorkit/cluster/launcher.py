@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -28,7 +29,7 @@ from mirrorkit._validate import (
     require_seconds,
     require_whole,
 )
-from mirrorkit.cluster import _warm, protocol
+from mirrorkit.cluster import _lease, _run_folder, _warm, protocol
 from mirrorkit.cluster._payload import dump_payload, function_payload
 from mirrorkit.cluster._session import Session
 from mirrorkit.cluster.cluster_run import ClusterRun
@@ -216,6 +217,7 @@ class LocalCluster:
         timeout: float | None = None,
         fault: KillWorker | None = None,
         absent: Sequence[int] = (),
+        keep_tensors: bool = False,
     ) -> ClusterRun:
         """Run ``function(context, *args, **kwargs)`` on every worker and collect the results.
 
@@ -239,6 +241,9 @@ class LocalCluster:
             absent: Workers that get an address but are never started, to see what a
                 missing worker does (the run fails after ``start_timeout``). Not with
                 ``num_ps``.
+            keep_tensors: Return TensorFlow tensors and variables as they are. By default
+                each worker turns them (in lists, tuples and dicts too) into NumPy arrays,
+                so this notebook needs no TensorFlow to read them (reading a tensor imports it).
 
         Returns:
             A :class:`ClusterRun`; ``run.result`` is the chief's return value.
@@ -264,7 +269,8 @@ class LocalCluster:
             >>> run.results
             [(0, 2), (1, 2)]
         """
-        payload = function_payload(function, args, kwargs)
+        require_flag("keep_tensors", keep_tensors, effect="to get NumPy arrays back")
+        payload = {**function_payload(function, args, kwargs), "keep_tensors": keep_tensors}
         return self._launch(payload, function, on_event, timeout, fault, absent)
 
     def run_script(
@@ -365,31 +371,37 @@ class LocalCluster:
 
     def _launch(self, payload, function, on_event, timeout, fault, absent) -> ClusterRun:
         absent = self._run_settings(on_event, timeout, fault, absent)
+        values = [*payload.get("args", ()), *payload.get("kwargs", {}).values()]
+        _run_folder.refuse_folders_in_use(values)
+        cwd = _run_folder.working_folder()
         _remove_stale_run_folders()
         worker_env = _worker_environment()
-        run_dir = Path(tempfile.mkdtemp(prefix=f"{protocol.RUN_PREFIX}{os.getpid()}-"))
-        try:
-            (run_dir / protocol.PAYLOAD_FILE).write_bytes(dump_payload(payload, function))
+        owner = {_lease.OWNER_VARIABLE: json.dumps(_lease.identity())}
+
+        def write_spec(run_dir: Path) -> None:
             protocol.LaunchSpec(
                 num_workers=self.num_workers,
                 network=self.network,
                 host="127.0.0.1",
                 run_dir=str(run_dir),
-                cwd=os.getcwd(),
+                cwd=cwd,
                 seed=self.seed,
                 collective_timeout=self.collective_timeout,
                 grace_seconds=self.grace_seconds,
-                env={**worker_env, **self.env, protocol.RUN_MARKER: str(run_dir)},
+                env={**worker_env, **self.env, **owner, protocol.RUN_MARKER: str(run_dir)},
                 absent=tuple(absent),
                 fault=fault,
                 logical_devices=self.logical_devices,
                 num_ps=self.num_ps,
             ).write()
+
+        run_dir = _run_folder.make(dump_payload(payload, function), write_spec)
+        try:
             plain = bool(payload.get("joins_by_itself"))
             session = Session(self, run_dir, on_event, timeout, absent, worker_env, not plain)
             return session.run()
         finally:
-            shutil.rmtree(run_dir, ignore_errors=True)
+            _run_folder.remove(run_dir)
 
     def _run_settings(self, on_event, timeout, fault, absent) -> list[int]:
         """Refuse a run's wrong settings before any process starts; the absent workers, sorted."""

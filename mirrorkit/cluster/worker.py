@@ -234,13 +234,21 @@ class WorkerContext:
 
         Every worker must take part in saving a distributed model (saving runs
         collective ops), but only the chief's copy is kept; the others write to
-        ``base/.worker-N``, which nothing reads.
+        ``base/.worker-N``, which nothing reads. The run takes ``base``'s lease (one writer
+        per folder): a run of another notebook or process writing there is refused, naming
+        it, and a lease its dead run left behind is taken over with a warning.
 
         Args:
             base: The folder the chief writes to.
 
         Returns:
             The folder for this worker (created if missing).
+
+        Raises:
+            RuntimeError: Another live run writes ``base`` (a ``FolderInUseError`` naming
+                its host, process and since when).
+            OSError: ``base`` cannot be written (full, read-only, not yours), with its path,
+                the cause and what to do, before anything is trained.
 
         Example:
             >>> import tempfile
@@ -251,8 +259,16 @@ class WorkerContext:
             >>> ctx.write_dir(base).endswith(".worker-1")
             True
         """
+        from mirrorkit.cluster import _lease, _run_folder
+
         path = Path(base) if self.is_chief else Path(base) / f".worker-{self.task_id}"
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            _lease.take(base)
+        except OSError as error:
+            raise _run_folder.explained(
+                error, base, "the checkpoint folder", _run_folder.CHECKPOINT_FIX
+            ) from None
         return str(path)
 
     def keras_callback(self):

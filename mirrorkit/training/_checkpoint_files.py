@@ -65,6 +65,37 @@ def listed_checkpoints(folder: Path) -> tuple[list[tuple[str, str | None]], list
     return found, folder_problems
 
 
+def other_model_files(folder: Path) -> list[tuple[str, str]]:
+    """``(name, how to load it)`` of each model file of another kind in ``folder``."""
+    if not folder.is_dir():
+        return []
+    found = []
+    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        path = str(entry)
+        if entry.name.endswith(".weights.h5"):
+            if (folder / "training_metadata.json").is_file():
+                how = (
+                    "a backup of keras.callbacks.BackupAndRestore(backup_dir=...); give that "
+                    "callback this folder as backup_dir and fit resumes from it"
+                )
+            else:
+                how = f"Keras weights (model.save_weights): model.load_weights({path!r})"
+        elif entry.name.endswith(".keras"):
+            how = f"a whole Keras model (model.save): keras.models.load_model({path!r})"
+        elif entry.name.endswith((".h5", ".hdf5")):
+            how = f"a Keras HDF5 model or weights: keras.models.load_model({path!r})"
+        elif (entry / "saved_model.pb").is_file() or entry.name == "saved_model.pb":
+            where = path if entry.is_dir() else str(folder)
+            how = (
+                f"a SavedModel (tf.saved_model.save or model.export): "
+                f"tf.saved_model.load({where!r}) for serving; it cannot resume training here"
+            )
+        else:
+            continue
+        found.append((entry.name, how))
+    return found
+
+
 def short(error: BaseException) -> str:
     """The first line of an error's message, at most 100 characters."""
     text = (getattr(error, "message", None) or str(error)).strip().splitlines()

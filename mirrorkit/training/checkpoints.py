@@ -82,7 +82,10 @@ def restore_latest(checkpoint, directory) -> RestoredCheckpoint:
             not a path.
         ValueError: If ``directory`` is a checkpoint's file or prefix rather than its folder.
         CheckpointMismatchError: If the newest readable checkpoint does not fit; nothing is
-            restored and the message names each variable that differs.
+            restored and the message names each variable that differs. Also if the folder
+            holds no checkpoint but a model saved another way (a ``.weights.h5``, a
+            ``.keras`` file, a SavedModel, a Keras ``BackupAndRestore`` backup): it is
+            named, with how to load it, rather than training from step 0 beside it.
         CheckpointDamagedError: If the folder holds checkpoint files none of which can be
             read; the message names each file and why.
 
@@ -115,6 +118,9 @@ def restore_latest(checkpoint, directory) -> RestoredCheckpoint:
         return restored
     if skipped:
         raise CheckpointDamagedError(_damaged_message(folder, skipped))
+    something_else = files.other_model_files(folder)
+    if something_else:
+        raise CheckpointMismatchError(_something_else_message(folder, something_else))
     return RestoredCheckpoint(path=None, skipped=(), folder=str(folder))
 
 
@@ -214,6 +220,14 @@ def _optimizer_advice(children, top: str, counts, others, prefix: str) -> str:
     slots_there = saved - (live - slots_here)
     weights = sum(len(getattr(children[n], "trainable_variables", ())) for n in others)
     keep = ", ".join(f"{n}={n}" for n in others)
+    if saved == 0 or slots_there < 0:  # saved without it: Checkpoint(model=model, step=step)
+        return (
+            f"It was saved without the {top}'s state (it holds none of its {live} variables: "
+            f"the checkpoint was made without {top}=...). Restore the weights alone with "
+            f"tf.train.Checkpoint({keep}).restore({prefix!r}).expect_partial() and start "
+            f"the {top} fresh; save with tf.train.Checkpoint({keep}, {top}={top}) from now on "
+            "to resume it too."
+        )
     return (
         f"It was saved with an optimizer of {_slots(slots_there, weights)}; this "
         f"{type(optimizer).__name__} has {_slots(slots_here, weights)}. Restore the weights "
@@ -268,5 +282,15 @@ def _damaged_message(folder, skipped) -> str:
     lines.append(
         "Copy a good checkpoint back if you keep one elsewhere; otherwise move these files "
         "aside and train from step 0."
+    )
+    return "\n".join(lines)
+
+
+def _something_else_message(folder, found: list[tuple[str, str]]) -> str:
+    lines = [f"{folder} holds no tf.train checkpoint (no ckpt-N.index), but:"]
+    lines += [f"  {name}: {how}" for name, how in found]
+    lines.append(
+        "Load it as said above, or, to train from step 0, give restore_latest and the "
+        "CheckpointManager a folder of their own (an empty or new one)."
     )
     return "\n".join(lines)

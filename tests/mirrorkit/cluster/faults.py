@@ -63,3 +63,76 @@ def schedule_steps(context, steps: int = 6, join_every: int = 3, pause: float = 
         "chief": context.is_chief,
         "workers": context.num_workers,
     }
+
+
+def foreign_lease(folder, pid: int, run: str = "another notebook's run") -> dict:
+    """Make ``folder`` held by process ``pid`` of this machine, as another owner's run holds it."""
+    import json
+
+    from mirrorkit.cluster import _lease
+
+    lease = {
+        **_lease.identity(),
+        "pid": pid,
+        "proc_pid": pid,
+        "start": _lease._start_time(pid),
+        "command": "sleep 300",
+        "run": run,
+        "since": time.time() - 90,
+    }
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, _lease.LEASE_FILE), "w") as file:
+        json.dump(lease, file)
+    return lease
+
+
+def busy(context, held: list, own: str, done: str, lines: int = 1000, steps: int = 6):
+    """Print ``lines`` lines, ask for a folder another run holds, write one of its own, all-reduce
+    ``steps`` steps, and meet a BackupAndRestore error; leave a file in ``done`` at the end.
+
+    Returns tensors, a variable, and what the worker was told.
+    """
+    import keras
+    import tensorflow as tf
+
+    from mirrorkit.cluster import _lease, _worker_hints
+
+    for i in range(lines):
+        print(f"line {i} of worker {context.task_id}")
+    try:
+        context.write_dir(held[0])
+        refused = ""
+    except _lease.FolderInUseError as error:
+        refused = str(error)
+    mine = context.write_dir(own)
+    strategy = context.strategy
+    for step in range(1, steps + 1):
+        strategy.reduce("SUM", strategy.run(lambda: 1.0), axis=None)
+        context.report(step)
+    # Keras's BackupAndRestore meeting what another worker left where its folder should be.
+    backup = os.path.join(own, f"backup-{context.task_id}")
+    open(backup, "w").close()
+    callback = keras.callbacks.BackupAndRestore(backup)
+    callback.set_model(keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)]))
+    try:
+        callback._save_model()
+        hint = ""
+    except Exception as error:  # noqa: BLE001 - what the worker's failure would say
+        hint = _worker_hints.hint(error, context.num_workers) or f"no hint for {error!r}"
+    open(os.path.join(done, str(context.task_id)), "w").close()
+    return {
+        "variable": tf.Variable([1.0, 2.0]),
+        "tensor": tf.constant(3),
+        "nested": (tf.constant([0.5]), {"deeper": [tf.constant(7)]}),
+        "refused": refused,
+        "backup_hint": hint,
+        "own": mine,
+    }
+
+
+def unsendable(context):
+    """Return the strategy's variable (kept as one: run with keep_tensors=True)."""
+    import tensorflow as tf
+
+    with context.strategy.scope():
+        return {"weights": tf.Variable([1.0])}

@@ -1,0 +1,283 @@
+"""One writer per checkpoint folder: a lease file naming the run that writes it, kept fresh.
+
+A run takes a folder's lease when one of its workers asks for the folder to write in
+(:meth:`mirrorkit.WorkerContext.write_dir`); every worker of that run, and their private
+copies below it, count as one writer. A run of another owner is refused while the lease is
+live, naming the holder (host, process, since when). The lease is the file ``LEASE_FILE`` in
+the folder (JSON: the holder's host, boot id, pid namespace, pid and process start time, its
+run, since when), written under an exclusive ``flock`` of ``LOCK_FILE``, so two runs that ask
+at the same moment cannot both win; its modification time is the heartbeat, renewed every
+:data:`HEARTBEAT_SECONDS` by each worker that holds it. A lease is stale, and is taken over
+with a :class:`FolderTakenOverWarning`, when its process is gone (checked only on the same
+host, boot and pid namespace, where a pid and its start time say who it is) or when its
+heartbeat is older than :data:`STALE_SECONDS` (everywhere else: another machine on a shared
+disk, another pid namespace). A run that ends gives its leases back (its owner deletes them).
+
+Example:
+    >>> import tempfile
+    >>> from mirrorkit.cluster import _lease
+    >>> folder = tempfile.mkdtemp()
+    >>> _lease.take(folder)["pid"] == __import__("os").getpid()
+    True
+    >>> _lease.holder_elsewhere(folder) is None  # this process holds it
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import threading
+import time
+import warnings
+from pathlib import Path
+
+LEASE_FILE = ".mirrorkit-writer"
+LOCK_FILE = ".mirrorkit-writer.lock"
+#: Seconds between two heartbeats of a holder (a touch of the lease file).
+HEARTBEAT_SECONDS = 5.0
+#: A lease whose heartbeat is older than this is stale wherever it was taken.
+STALE_SECONDS = 60.0
+#: Set by the launcher for its workers: the owner's identity, so a run is one writer.
+OWNER_VARIABLE = "MIRRORKIT_RUN_OWNER"
+#: The file in a run's folder listing the leases its workers took (the owner frees them).
+RUN_LEASES = "leases"
+_RUN_MARKER = "MIRRORKIT_RUN"  # protocol.RUN_MARKER, without importing the protocol here
+_LOCK_SECONDS = 10.0
+
+
+class FolderInUseError(RuntimeError):
+    """Another live run writes the folder; the message names it and what to do.
+
+    Example:
+        >>> from mirrorkit.cluster._lease import FolderInUseError
+        >>> issubclass(FolderInUseError, RuntimeError)
+        True
+    """
+
+
+class FolderTakenOverWarning(UserWarning):
+    """A stale lease (its run died or stopped its heartbeat) was taken over.
+
+    Example:
+        >>> from mirrorkit.cluster._lease import FolderTakenOverWarning
+        >>> issubclass(FolderTakenOverWarning, UserWarning)
+        True
+    """
+
+
+def _read(path: str) -> str:
+    with contextlib.suppress(OSError):
+        return Path(path).read_text().strip()
+    return ""
+
+
+def _start_time(pid: int | str) -> str:
+    """Field 22 of /proc/PID/stat (start time in clock ticks since boot), "" if gone."""
+    stat = _read(f"/proc/{pid}/stat")
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else ""
+
+
+def identity() -> dict:
+    """Who this process is, in terms another process can check: host, boot, pid namespace.
+
+    ``proc_pid`` is the pid as this machine's ``/proc`` shows it (the one checked), ``pid``
+    the one the process knows itself by (they differ inside a pid namespace without its own
+    ``/proc``).
+
+    Example:
+        >>> from mirrorkit.cluster._lease import identity
+        >>> sorted(identity())[:4]
+        ['boot', 'command', 'host', 'pid']
+    """
+    proc_pid = os.path.basename(os.path.realpath("/proc/self"))
+    namespace = ""
+    with contextlib.suppress(OSError):
+        namespace = os.readlink("/proc/self/ns/pid")
+    command = _read("/proc/self/cmdline").replace("\0", " ").strip()
+    return {
+        "host": socket.gethostname(),
+        "boot": _read("/proc/sys/kernel/random/boot_id"),
+        "pidns": namespace,
+        "pid": os.getpid(),
+        "proc_pid": int(proc_pid) if proc_pid.isdigit() else os.getpid(),
+        "start": _start_time("self"),
+        "command": command[:80],
+    }
+
+
+def run_holder() -> dict:
+    """The holder a lease taken here names: the launcher's owner and run, else this process.
+
+    A worker of a ``LocalCluster`` run names its owner (the notebook) and its run folder. A
+    worker started otherwise (``python -m mirrorkit.worker``) names itself; its run is its
+    cluster (TF_CONFIG's cluster), which every worker of the job shares, on any host.
+    """
+    owner = os.environ.get(OWNER_VARIABLE)
+    if owner and os.environ.get(_RUN_MARKER):
+        return {**json.loads(owner), "run": os.environ[_RUN_MARKER]}
+    holder = identity()
+    cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster")
+    if cluster:
+        digest = hashlib.sha256(json.dumps(cluster, sort_keys=True).encode()).hexdigest()
+        return {**holder, "run": f"cluster {digest[:16]}"}
+    return {**holder, "run": f"process {holder['host']}:{holder['proc_pid']}:{holder['start']}"}
+
+
+def why_stale(lease: dict, heartbeat_age: float) -> str | None:
+    """Why a lease no longer holds (its process ended, no heartbeat), or None if it holds."""
+    here = identity()
+    if all(lease.get(k) == here[k] for k in ("host", "boot", "pidns")):
+        if _start_time(lease.get("proc_pid", "")) != lease.get("start"):
+            return f"its process {lease.get('pid')} on this machine has ended"
+        run = lease.get("run", "")
+        if os.path.isabs(run) and not os.path.isdir(run):
+            return f"its run has ended (its run folder {run} is gone)"
+    if heartbeat_age > STALE_SECONDS:
+        return f"its last heartbeat was {heartbeat_age:.0f} s ago (stale after {STALE_SECONDS:g} s)"
+    return None
+
+
+def _current(folder: Path) -> tuple[dict | None, float]:
+    """The lease in ``folder`` and its heartbeat's age in seconds, or (None, 0)."""
+    path = folder / LEASE_FILE
+    try:
+        return json.loads(path.read_text()), time.time() - path.stat().st_mtime
+    except (OSError, ValueError):
+        return None, 0.0
+
+
+def describe(lease: dict, age: float) -> str:
+    """``"process 1234 (python ...) on host h, since 10:03:15 UTC (heartbeat 2 s ago)"``."""
+    since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(lease.get("since", 0)))
+    command = f" ({lease['command']})" if lease.get("command") else ""
+    return (
+        f"process {lease.get('pid')}{command} on host {lease.get('host')}, since {since} "
+        f"(last heartbeat {age:.0f} s ago)"
+    )
+
+
+def in_use_message(folder: Path, lease: dict, age: float) -> str:
+    """What a run refused a folder is told: who holds it, why it matters, what to do."""
+    return (
+        f"the folder {folder} is being written by another run: {describe(lease, age)}. Two "
+        "runs writing one checkpoint folder overwrite each other's files, and a later run "
+        "could resume from the other's checkpoint. Wait for that run to end (or stop it), or "
+        f"give this run a folder of its own, e.g. {str(folder).rstrip('/')}-2. A lease whose "
+        f"run died is taken over by itself: at once on this machine, elsewhere after "
+        f"{STALE_SECONDS:g} s without a heartbeat."
+    )
+
+
+def holder_elsewhere(folder: str | os.PathLike, mine: dict | None = None) -> str | None:
+    """The refusal's message if another live run holds ``folder``'s lease, else None."""
+    folder = Path(folder)
+    lease, age = _current(folder)
+    if lease is None or lease.get("run") == (mine or run_holder()).get("run"):
+        return None
+    if why_stale(lease, age) is not None:
+        return None
+    return in_use_message(folder, lease, age)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path):
+    with open(folder / LOCK_FILE, "a") as handle:
+        deadline = time.monotonic() + _LOCK_SECONDS
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"{folder / LOCK_FILE} stayed locked for {_LOCK_SECONDS:g} s"
+                    ) from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def take(folder: str | os.PathLike) -> dict:
+    """Take (or join, for this run) the lease of ``folder``; the lease written.
+
+    Raises:
+        FolderInUseError: Another live run holds it.
+    """
+    folder = Path(folder)
+    mine = run_holder()
+    with _locked(folder):
+        lease, age = _current(folder)
+        if lease is not None and lease.get("run") == mine["run"]:
+            os.utime(folder / LEASE_FILE)
+            _keep_fresh(folder, lease)
+            return lease
+        if lease is not None:
+            stale = why_stale(lease, age)
+            if stale is None:
+                raise FolderInUseError(in_use_message(folder, lease, age))
+            warnings.warn(
+                f"the folder {folder} was held by a run that is gone ({describe(lease, age)}: "
+                f"{stale}); this run takes it over. Its last checkpoint may be half written: "
+                "restore_latest skips one that cannot be read.",
+                FolderTakenOverWarning,
+                stacklevel=3,
+            )
+        lease = {**mine, "since": time.time()}
+        partial = folder / f"{LEASE_FILE}.{os.getpid()}"
+        partial.write_text(json.dumps(lease))
+        partial.replace(folder / LEASE_FILE)
+    _note_in_run(folder)
+    _keep_fresh(folder, lease)
+    return lease
+
+
+def _note_in_run(folder: Path) -> None:
+    """List the lease in the run's folder, so that the owner frees it when the run ends."""
+    run = os.environ.get(_RUN_MARKER)
+    if run and os.environ.get(OWNER_VARIABLE) and os.path.isdir(run):
+        with open(Path(run) / RUN_LEASES, "a") as listing:
+            listing.write(str(folder.resolve() / LEASE_FILE) + "\n")
+
+
+def release_run(run_dir: str | os.PathLike) -> list[str]:
+    """Delete the leases the run in ``run_dir`` took and still holds; their paths."""
+    freed = []
+    for line in set(_read(str(Path(run_dir) / RUN_LEASES)).splitlines()):
+        lease, _ = _current(Path(line).parent)
+        if lease is not None and lease.get("run") == str(run_dir):
+            with contextlib.suppress(OSError):
+                os.unlink(line)
+                freed.append(line)
+    return freed
+
+
+_held: dict[Path, str] = {}  # folder -> run, the leases this process keeps fresh
+_heartbeat: threading.Thread | None = None
+
+
+def _keep_fresh(folder: Path, lease: dict) -> None:
+    global _heartbeat
+    _held[folder] = lease["run"]
+    if _heartbeat is None or not _heartbeat.is_alive():
+        _heartbeat = threading.Thread(target=_beat, name="mirrorkit-lease", daemon=True)
+        _heartbeat.start()
+
+
+def _beat() -> None:
+    while True:
+        time.sleep(HEARTBEAT_SECONDS)
+        for folder, run in list(_held.items()):
+            lease, _ = _current(folder)
+            if lease is None or lease.get("run") != run:
+                _held.pop(folder, None)  # given back, or taken over: no longer ours
+                continue
+            with contextlib.suppress(OSError):
+                os.utime(folder / LEASE_FILE)
