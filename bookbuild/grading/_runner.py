@@ -41,6 +41,14 @@ class CannotGrade(Exception):
     """A chapter cell raised, or the answer ended the program: an ERROR row."""
 
 
+class AnswerEnded(CannotGrade):
+    """An answer or its check ended the program (``sys.exit`` and the like): its exercise 0."""
+
+    def __init__(self, message: str, exercise: int) -> None:
+        super().__init__(message)
+        self.exercise = exercise
+
+
 def _import_trusted() -> dict:
     """Import mirrorkit (every submodule), TensorFlow, Keras, NumPy and IPython's helpers."""
     import importlib
@@ -145,6 +153,8 @@ class Runner:
     def step_answer(self, step: dict) -> None:
         before = dict(self.ns)
         self.step_cell({"source": step["solution"], "cell": step["cell"]})
+        if str(step["exercise"]) in self.job["cases"]:  # the grader times each exercise
+            self.out.write(kind="started", run=self.job["run"], exercise=step["exercise"])
         results = []
         for case, source in self.job["cases"].get(str(step["exercise"]), []):
             results.append((case, self.answer(step, before, source)))
@@ -163,7 +173,7 @@ class Runner:
         ns = dict(before)
         _, error = _in_thread(exec, code, ns)
         self.verify(f"the answer to exercise {step['exercise']}")
-        _ended(error, f"the answer to exercise {step['exercise']}")
+        _ended(error, f"your answer to exercise {step['exercise']}", step["exercise"])
         if error is not None:
             return f"your answer raised {self.trusted['raised'](error)}"
         missing = [n for n in step["asks"] if n not in ns]
@@ -192,6 +202,8 @@ class Runner:
                 feedback=feedback,
                 seconds=round(time.monotonic() - started, 2),
             )
+        if str(step["exercise"]) in self.job["cases"]:
+            self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
 
     def check(self, step: dict, answer: dict, setup, final) -> tuple[bool, str]:
         bindings = dict(self.ns)
@@ -206,7 +218,7 @@ class Runner:
         result, error = _in_thread(run_check)
         bindings.clear()  # the learner's objects go with the check
         self.verify(f"the check of exercise {step['exercise']}")
-        _ended(error, f"the check of exercise {step['exercise']}")
+        _ended(error, f"the check of exercise {step['exercise']}", step["exercise"])
         if error is not None:
             return False, f"the check stopped: {self.trusted['raised'](error)}"
         if type(result) is not self.trusted["CheckResult"] or type(result.passed) is not bool:
@@ -221,16 +233,19 @@ def _compiled(source: str, name: str):
     return code
 
 
-def _ended(error: BaseException | None, what: str) -> None:
-    """Raise CannotGrade if student code tried to end the program (sys.exit and the like)."""
+def _ended(error: BaseException | None, what: str, exercise: int) -> None:
+    """Raise AnswerEnded if student code tried to end the program (sys.exit and the like)."""
     if isinstance(error, SystemExit | KeyboardInterrupt | GeneratorExit):
-        raise CannotGrade(f"{what} ended the program ({type(error).__name__}): not graded")
+        how = f"sys.exit({error.code!r})" if isinstance(error, SystemExit) else type(error).__name__
+        raise AnswerEnded(f"{what} ended the program with {how}", exercise)
 
 
 def _failure(error: BaseException, found: list[str]) -> dict:
     """The record of a run that stopped: tampered, or an error nobody is to blame for."""
     if isinstance(error, Tampered):
         return {"kind": "tampered", "detail": str(error)}
+    if isinstance(error, AnswerEnded):
+        return {"kind": "ended", "detail": str(error), "exercise": error.exercise}
     if isinstance(error, CannotGrade):
         return {"kind": "error", "detail": str(error)}
     detail = f"the grader stopped: {type(error).__name__}: {error}"[:300]
@@ -243,21 +258,14 @@ def _discard(*args, **kwargs) -> None:
     """``display`` in the runner: nothing is shown."""
 
 
-def _quiet_end(runner: Runner | None) -> str:
+def _quiet_end(runner: Runner | None, own_namespace: bool) -> str:
     """Drop student objects and make sure nothing of the submission still runs: '' if so."""
     if runner is not None:
         runner.pending.clear()
         runner.ns.clear()
     gc.collect()
-    if os.getpid() == 1:  # the sandbox's PID namespace: end every other process in it
-        with contextlib.suppress(OSError):
-            os.kill(-1, signal.SIGKILL)
-        while True:
-            try:
-                if os.waitpid(-1, 0)[0] <= 0:
-                    break
-            except ChildProcessError:
-                break
+    if own_namespace and os.getppid() == 1:
+        _end_the_others()  # the sandbox's PID namespace, whose first process is its shell
     # mirrorkit's own threads (a LocalCluster's warm-process listener) end once the processes
     # killed above have closed their sockets: give every thread a few seconds in all.
     deadline = time.monotonic() + 5.0
@@ -270,6 +278,29 @@ def _quiet_end(runner: Runner | None) -> str:
     if sys.gettrace() is not None or sys.getprofile() is not None:
         return "a trace or profile function is set"
     return ""
+
+
+def _end_the_others() -> None:
+    """Kill every other process of the sandbox's PID namespace but its shell, and wait."""
+    with contextlib.suppress(OSError):
+        os.kill(-1, signal.SIGKILL)  # all this user may signal, but the shell and this one
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        if not _others_alive():
+            return
+        time.sleep(0.05)
+
+
+def _others_alive() -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) not in (1, os.getpid()):
+            with contextlib.suppress(OSError):
+                if entry.joinpath("stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    return True
+    return False
 
 
 def main() -> None:
@@ -296,7 +327,7 @@ def main() -> None:
         if record:
             _integrity.restore(record)  # so that the report itself is written by our code
         out.write(run=job["run"], **_failure(error, found))
-    problem = _quiet_end(runner)
+    problem = _quiet_end(runner, job.get("own_namespace") is True)
     if problem:
         out.write(kind="tampered", run=job["run"], detail=problem)
     out.write(kind="run", run=job["run"], seconds=round(time.monotonic() - started, 1))

@@ -20,17 +20,11 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from bookbuild.grading._grader import grade
+from bookbuild.grading._grader import TIMEOUT, grade
 from bookbuild.grading._result import ExerciseScore, Grade
 from bookbuild.grading.program import load_program
 from bookbuild.labs import Lab
 
-# Seconds one submission may take. Measured: 32 gradings of chapter 3 (two runs each, at 4
-# and at 8 replicas), 2 at once on a 2-core machine busy with other work, took 27 to 421 s
-# each (median 122 s); docs/instructors_guide.md has the chapters' times. 900 s is about
-# twice the slowest seen, so a slow machine does not turn answers into timeouts, and still
-# bounds a runaway.
-TIMEOUT = 900.0
 SAY = partial(print, flush=True)  # progress lines: at once, even into a file
 
 

@@ -33,18 +33,46 @@ from bookbuild.grading import _verdicts
 
 RUNNER = Path(__file__).with_name("_runner.py")
 NOBODY = 65534
+ENDED = "[sandbox] the runner ended with status "  # the sandbox's shell's last line
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # world-writable: tmpfs in the sandbox
 
 
 @dataclass
 class Outcome:
-    """What one run gave: its records (if sealed), or why not."""
+    """What one run gave: its records (if sealed), or why not.
+
+    ``exercise`` is the exercise whose answer or check was running when the run ended (from
+    the runner's progress lines, sealed or not: they only say whom to charge, and a forged one
+    can charge only the submission's own exercises), ``exercise_timed_out`` whether that
+    exercise ran over its own limit, ``returncode`` the runner's exit status (negative: the
+    signal that ended it).
+    """
 
     records: list[dict]
     problem: str  # "" when the channel was sealed
     timed_out: bool
     seconds: float
     log: str  # the end of the runner's stdout and stderr
+    returncode: int | None = None
+    exercise: int | None = None
+    exercise_timed_out: bool = False
+
+
+class Progress:
+    """Which exercise the runner says it is in, and since when (the grader's clock)."""
+
+    def __init__(self) -> None:
+        self.exercise: int | None = None
+        self.since = 0.0
+
+    def saw(self, line: bytes) -> None:
+        """Note a ``started`` or ``finished`` line of the results channel."""
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            record = json.loads(line)
+            if record.get("kind") == "started" and type(record.get("exercise")) is int:
+                self.exercise, self.since = record["exercise"], time.monotonic()
+            elif record.get("kind") == "finished" and record.get("exercise") == self.exercise:
+                self.exercise = None
 
 
 def isolation_note(root: bool, user_ns: bool = True) -> str:
@@ -129,7 +157,12 @@ def command(root: bool, user_ns: bool = True) -> list[str]:
         if root
         else []
     )
-    script = " && ".join(["ip link set lo up", *mounts, "exec " + shlex.join([*drop, *python])])
+    # The runner is not the namespace's first process (which would turn an abort into a
+    # SIGSEGV: the kernel drops default-action signals an init sends itself); the shell is,
+    # and it says how the runner ended (ENDED), which the grader reads as the real reason.
+    run = shlex.join([*drop, *python])
+    report = f'status=$?; echo "{ENDED}$status" >&2; exit $status'
+    script = " && ".join(["ip link set lo up", *mounts, f"{{ {run}; {report}; }}"])
     space = [] if root else ["--user", "--map-root-user"]
     return [
         "unshare",
@@ -166,12 +199,14 @@ def _environment() -> dict:
     }
 
 
-def run_sandboxed(job: dict, timeout: float) -> Outcome:
+def run_sandboxed(job: dict, timeout: float, exercise_limit: float | None = None) -> Outcome:
     """Run the runner on one job in the sandbox and read its sealed records.
 
     Args:
         job: The runner's job (program, replicas, seed, run, cases); the pipes are added.
         timeout: Seconds before the whole sandbox is killed.
+        exercise_limit: Seconds one exercise (its answer and its check) may take before the
+            sandbox is killed and that exercise charged; None for no limit of its own.
 
     Returns:
         The :class:`Outcome`.
@@ -179,10 +214,11 @@ def run_sandboxed(job: dict, timeout: float) -> Outcome:
     root = os.geteuid() == 0
     result_read, result_write = os.pipe()
     token_read, token_write = os.pipe()
-    job = dict(job, result_fd=result_write, token_fd=token_read)
+    isolated = root or user_namespaces()
+    job = dict(job, result_fd=result_write, token_fd=token_read, own_namespace=isolated)
     started = time.monotonic()
     process = subprocess.Popen(
-        command(root, root or user_namespaces()),
+        command(root, isolated),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -196,8 +232,10 @@ def run_sandboxed(job: dict, timeout: float) -> Outcome:
     token = secrets.token_bytes(32)
     lines: list[bytes] = []
     log = bytearray()
+    progress = Progress()
+    reading = (result_read, lines, token_write, token, progress)
     readers = [
-        threading.Thread(target=_read_lines, args=(result_read, lines, token_write, token)),
+        threading.Thread(target=_read_lines, args=reading),
         threading.Thread(target=_tail, args=(process.stdout, log)),
     ]
     for reader in readers:
@@ -208,17 +246,32 @@ def run_sandboxed(job: dict, timeout: float) -> Outcome:
         process.stdin.close()
     except BrokenPipeError:
         pass
-    timed_out = False
-    try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+    timed_out, over = _wait(process, started + timeout, progress, exercise_limit)
+    returncode = process.returncode
     _kill(process)
     for reader in readers:
         reader.join(timeout=10)
     records, problem = _verdicts.verify(lines, token)
     text = bytes(log[-4000:]).decode(errors="replace")
-    return Outcome(records, problem, timed_out, time.monotonic() - started, text)
+    seconds = time.monotonic() - started
+    return Outcome(
+        records, problem, timed_out or over, seconds, text, returncode, progress.exercise, over
+    )
+
+
+def _wait(process, deadline: float, progress: Progress, limit: float | None):
+    """Wait for the run to end: (ran past the deadline, an exercise ran past its limit)."""
+    while True:
+        now = time.monotonic()
+        if limit is not None and progress.exercise is not None and now - progress.since > limit:
+            return False, True
+        if now >= deadline:
+            return True, False
+        try:
+            process.wait(timeout=min(0.5, deadline - now))
+            return False, False
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _kill(process: subprocess.Popen) -> None:
@@ -229,7 +282,7 @@ def _kill(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def _read_lines(fd: int, lines: list, token_fd: int, token: bytes) -> None:
+def _read_lines(fd: int, lines: list, token_fd: int, token: bytes, progress: Progress) -> None:
     """Read the results channel; send the token at the first request, and only once."""
     buffer, total, sent = b"", 0, False
     with open(fd, "rb", buffering=0) as pipe:
@@ -242,6 +295,7 @@ def _read_lines(fd: int, lines: list, token_fd: int, token: bytes) -> None:
             *complete, buffer = buffer.split(b"\n")
             for line in complete:
                 lines.append(line + b"\n")
+                progress.saw(line)
                 if not sent and line.strip() == json.dumps(_verdicts.TOKEN_REQUEST).encode():
                     sent = True
                     _send(token_fd, token)

@@ -64,8 +64,8 @@ def submission(folder: Path, name: str, ex1: str = BLANK[1], ex2: str = BLANK[2]
     return path
 
 
-def grade_many(lab, paths: dict, timeout: float = 300.0, timeouts=None) -> dict:
-    """Grade the submissions side by side: {name: Grade}."""
+def grade_many(lab, paths: dict, timeout: float = 300.0, timeouts=None, limit=None) -> dict:
+    """Grade the submissions side by side: {name: Grade} (``limit``: each exercise's)."""
     timeouts = timeouts or {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         futures = {
@@ -75,6 +75,7 @@ def grade_many(lab, paths: dict, timeout: float = 300.0, timeouts=None) -> dict:
                 path,
                 timeout=timeouts.get(name, timeout),
                 choices={"replicas": [2], "seed": 0},
+                exercise_limit=limit,
             )
             for name, path in paths.items()
         }

@@ -82,9 +82,13 @@ CHEATS = {
         "os.fork",
     ),
 }
+# An answer that ends the run costs its own exercise, with the real reason, and the run
+# starts again for the exercises not yet graded: exercise 2 (the key) still scores.
 ENDINGS = {
-    "sys.exit": "import sys\nsys.exit(0)",
-    "os._exit": "import os\nos._exit(0)",
+    "sys.exit": ("import sys\nsys.exit(3)", "sys.exit(3)"),
+    "os._exit": ("import os\nos._exit(0)", "exited with status 0"),
+    "abort": ("import os\nos.abort()", "killed by SIGABRT"),
+    "endless loop": ("while True:\n    pass", "took longer than 25 s"),
 }
 
 
@@ -98,8 +102,8 @@ def graded(tmp_path_factory):
         for i, (name, (code, _)) in enumerate(CHEATS.items())
     }
     paths |= {
-        name: lab_kit.submission(folder, f"e{i}", code)
-        for i, (name, code) in enumerate(ENDINGS.items())
+        name: lab_kit.submission(folder, f"e{i}", code, lab_kit.KEY[2])
+        for i, (name, (code, _)) in enumerate(ENDINGS.items())
     }
     paths["deleted folder"] = lab_kit.submission(
         folder, "deleted", "import os, shutil\nshutil.rmtree(os.getcwd())", lab_kit.KEY[2]
@@ -108,7 +112,7 @@ def graded(tmp_path_factory):
     paths["syntax"] = lab_kit.submission(folder, "syntax", "counter = (\n1 +", lab_kit.KEY[2])
     started = time.monotonic()
     # The endless loop times out whatever the limit; a short one keeps the pool short.
-    grades = lab_kit.grade_many(lab, paths, timeouts={"loop": 20.0})
+    grades = lab_kit.grade_many(lab, paths, timeouts={"loop": 20.0}, limit=25.0)
     print(f"graded {len(paths)} submissions in {time.monotonic() - started:.0f} s")
     return grades
 
@@ -137,10 +141,13 @@ def test_a_file_written_outside_the_folder_does_not_stay(graded):
 
 
 @pytest.mark.parametrize("name", list(ENDINGS))
-def test_exiting_early_is_an_error_row_not_zero_of_zero(graded, name):
-    result = graded[name]
-    assert result.status == "error", result
-    assert result.total == (0.0, 2.0)
+def test_an_answer_that_ends_the_run_costs_only_its_exercise_with_the_real_reason(graded, name):
+    result, reason = graded[name], ENDINGS[name][1]
+    assert result.status == "graded", result
+    assert result.scores["ex1"].points == 0 and reason in result.scores["ex1"].feedback, result
+    assert "exercise 1" in result.detail and reason in result.detail, result
+    assert "cuda" not in result.detail.lower(), result  # the reason, never a log line
+    assert result.scores["ex2"].points == 1, result
 
 
 def test_a_deleted_working_folder_still_gets_a_grade_out_of_two(graded):
