@@ -25,6 +25,7 @@ def check_input_pipeline(
     global_batch: int | None = None,
     auto_shard: str | None = None,
     repeats: bool = False,
+    first_examples: int | None = None,
 ) -> CheckResult:
     """Check that ``source`` feeds every replica full, equal batches at every step.
 
@@ -53,6 +54,9 @@ def check_input_pipeline(
         auto_shard: If given, the ``AutoShardPolicy`` name the dataset must carry,
             e.g. ``"DATA"``.
         repeats: If True, the dataset must repeat forever (``dataset.repeat()``).
+        first_examples: If given, the examples read must all have ids below it (the first
+            ``first_examples`` examples, as ``take`` before ``batch`` or ``shard`` keeps),
+            on one input pipeline and on each of two.
 
     Returns:
         A :class:`CheckResult`.
@@ -72,7 +76,12 @@ def check_input_pipeline(
         False
     """
     require_strategy(strategy, "mk.check_input_pipeline(dataset, strategy)")
-    for name, size in (("per_replica_batch", per_replica_batch), ("global_batch", global_batch)):
+    sizes = (
+        ("per_replica_batch", per_replica_batch),
+        ("global_batch", global_batch),
+        ("first_examples", first_examples),
+    )
+    for name, size in sizes:
         if size is not None:
             require_count(name, size, write=f"the count, e.g. {name}=8")
     require_flag("repeats", repeats, effect="to accept a dataset that ends")
@@ -100,14 +109,28 @@ def check_input_pipeline(
         return CheckResult(False, str(error))
     if preview.warnings:
         return CheckResult(False, preview.warnings[0])
+    if is_function and preview.total_steps == 0:
+        return CheckResult(
+            False,
+            f"the function's dataset brings no step at all with {preview.num_replicas} "
+            f"replicas: it yields fewer examples than one step needs ({global_batch}). Shard "
+            "by context.num_input_pipelines (not by the number of replicas), and batch by "
+            f"context.get_per_replica_batch_size({global_batch}), one replica's share.",
+        )
     if (verdict := _steps_verdict(preview.total_steps, repeats)) is not None:
         return verdict
     if is_function:
-        verdict = _probe_dataset_fn(source, global_batch, preview.num_replicas)
+        verdict = None  # (a failing CheckResult is falsy: compare with None)
+        if first_examples:
+            verdict = _function_beyond_first(source, first_examples, preview.num_replicas)
+        if verdict is None:
+            verdict = _probe_dataset_fn(source, global_batch, preview.num_replicas)
         if verdict is not None:
             return verdict
     else:
         if (verdict := _finite_needs_drop_remainder(source, "the dataset")) is not None:
+            return verdict
+        if first_examples and (verdict := _beyond_first(source, first_examples)) is not None:
             return verdict
         if global_batch is not None and preview.global_batch != global_batch:
             return CheckResult(
@@ -134,6 +157,36 @@ def check_input_pipeline(
         f"every replica gets {preview.per_replica_batch} examples at every step "
         f"(global batch {preview.global_batch}).",
     )
+
+
+def _beyond_first(dataset, first: int) -> CheckResult | None:
+    """The verdict when ``dataset`` brings an example id of ``first`` or more."""
+    batches = _batches_read(dataset) or []
+    beyond = sorted({i for batch in batches for i in batch if i >= first})
+    if not beyond:
+        return None
+    step = next(n for n, batch in enumerate(batches) if any(i >= first for i in batch))
+    return CheckResult(
+        False,
+        f"step {step} brings example {beyond[0]}, but only the first {first} examples "
+        f"(ids 0 to {first - 1}) are to be used: {len(beyond)} example(s) beyond them are "
+        f"read. Take them first, before batching or sharding (take({first}).batch(...)): "
+        "take after batch counts batches, not examples, and take after shard takes from "
+        "each shard, so the workers would hold out different examples.",
+    )
+
+
+def _function_beyond_first(fn, first: int, replicas: int) -> CheckResult | None:
+    """The verdict when ``fn``'s dataset brings an id of ``first`` or more, on any pipeline."""
+    import tensorflow as tf
+
+    for pipelines in (1, 2):
+        for index in range(pipelines):
+            dataset = fn(tf.distribute.InputContext(pipelines, index, replicas))
+            if (verdict := _beyond_first(dataset, first)) is not None:
+                where = f"input pipeline {index} of {pipelines}"
+                return CheckResult(False, f"on {where}, {verdict.message}")
+    return None
 
 
 def _steps_verdict(steps: int | None, repeats: bool) -> CheckResult | None:
@@ -254,6 +307,14 @@ def _probe(fn, global_batch: int, num_replicas: int) -> CheckResult | None:
                 "TensorFlow then sees the fixed size and drops that step.",
             )
         size, wanted = _batch_dimension(dataset), batch_split.per_replica_batch(global_batch, k)
+        if size is None:
+            return CheckResult(
+                False,
+                "the function's batch size is not fixed (its element_spec has None as the "
+                "batch dimension), even though it repeats: a distributed dataset needs a "
+                "fixed size to cut and to drop a short step. Batch with "
+                "drop_remainder=True.",
+            )
         if size != wanted:
             return CheckResult(
                 False,

@@ -46,19 +46,26 @@ WRONG = {
             "train = examples.batch(32)",
             "drop_remainder=true",
         ),
+        (
+            "take(50) after batching: 50 batches, so every example",
+            "train = examples.batch(8 * strategy.num_replicas_in_sync, drop_remainder=True)"
+            ".take(50)",
+            "only the first 50 examples",
+        ),
     ],
     2: [
         (
             "not sharded: every pipeline reads everything",
             "def make_train(context):\n"
             "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
-            "    return examples.batch(per_replica, drop_remainder=True)",
+            "    return examples.take(48).batch(per_replica, drop_remainder=True)",
             "shard",
         ),
         (
             "a fixed per-replica batch instead of the context's",
             "def make_train(context):\n"
-            "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+            "    kept = examples.take(48)\n"
+            "    sharded = kept.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
             "    return sharded.batch(GLOBAL_BATCH // strategy.num_replicas_in_sync, "
             "drop_remainder=True)",
             "get_per_replica_batch_size",
@@ -67,7 +74,8 @@ WRONG = {
             "no drop_remainder (the examples happen to divide evenly)",
             "def make_train(context):\n"
             "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
-            "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+            "    kept = examples.take(48)\n"
+            "    sharded = kept.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
             "    return sharded.batch(per_replica)",
             "drop_remainder=true",
         ),
@@ -75,23 +83,24 @@ WRONG = {
             "sharded by the replica count: three quarters of the data never read",
             "def make_train(context):\n"
             "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
-            "    sharded = examples.shard(context.num_replicas_in_sync, "
+            "    sharded = examples.take(48).shard(context.num_replicas_in_sync, "
             "context.input_pipeline_id)\n"
             "    return sharded.batch(per_replica, drop_remainder=True)",
-            "examples missing across input pipelines",
+            "shard by context.num_input_pipelines",
         ),
         (
             "sharded into a hard-coded 4",
             "def make_train(context):\n"
             "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
-            "    sharded = examples.shard(4, context.input_pipeline_id)\n"
+            "    sharded = examples.take(48).shard(4, context.input_pipeline_id)\n"
             "    return sharded.batch(per_replica, drop_remainder=True)",
-            "examples missing across input pipelines",
+            "shard by context.num_input_pipelines",
         ),
         (
             "a literal per-replica batch of 4",
             "def make_train(context):\n"
-            "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+            "    kept = examples.take(48)\n"
+            "    sharded = kept.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
             "    return sharded.batch(4, drop_remainder=True)",
             "get_per_replica_batch_size",
         ),
@@ -99,7 +108,8 @@ WRONG = {
             "every example twice",
             "def make_train(context):\n"
             "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
-            "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+            "    kept = examples.take(48)\n"
+            "    sharded = kept.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
             "    return sharded.repeat(2).batch(per_replica, drop_remainder=True)",
             "more than once",
         ),
@@ -107,15 +117,33 @@ WRONG = {
             "full batches kept by a filter: the batch size is not fixed",
             "def make_train(context):\n"
             "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
-            "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+            "    kept = examples.take(48)\n"
+            "    sharded = kept.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
             "    batches = sharded.batch(per_replica)\n"
             "    return batches.filter(lambda ids, xy: tf.shape(ids)[0] == per_replica)",
             "drop_remainder=true",
         ),
         (
+            "the chapter's make_dataset with drop_remainder=True: all 64 examples",
+            "def make_train(context):\n"
+            "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
+            "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+            "    return sharded.batch(per_replica, drop_remainder=True)",
+            "only the first 48 examples",
+        ),
+        (
+            "take(48) after shard: 48 of each shard, so a worker reads held-out examples",
+            "def make_train(context):\n"
+            "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
+            "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+            "    return sharded.take(48).batch(per_replica, drop_remainder=True)",
+            "input pipeline 0 of 2",
+        ),
+        (
             "batched by the global batch",
             "def make_train(context):\n"
-            "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+            "    kept = examples.take(48)\n"
+            "    sharded = kept.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
             "    return sharded.batch(GLOBAL_BATCH, drop_remainder=True)",
             "get_per_replica_batch_size",
         ),
@@ -168,15 +196,17 @@ RIGHT = {
     2: [
         "def make_train(context):\n"
         "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
-        "    sharded = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+        "    kept = examples.take(48)\n"
+        "    sharded = kept.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
         "    return sharded.batch(per_replica, drop_remainder=True)",
         "def make_train(context):\n"
         "    per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
-        "    batches = examples.batch(per_replica, drop_remainder=True)\n"
+        "    batches = examples.take(48).batch(per_replica, drop_remainder=True)\n"
         "    mine = batches.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
         "    return mine.prefetch(2)",
         "def make_train(context):\n"
-        "    mine = examples.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
+        "    train_ids = examples.filter(lambda i, xy: i < 48)\n"
+        "    mine = train_ids.shard(context.num_input_pipelines, context.input_pipeline_id)\n"
         "    size = context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
         "    return mine.shuffle(64, seed=SEED).batch(size, drop_remainder=True)",
     ],
