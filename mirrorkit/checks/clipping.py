@@ -99,7 +99,30 @@ def check_clipping(
         loose = _clipping_run(clip, strategy, model_fn, batch, 2.0 * clipped.norm, loss)
     except LearnerError as error:
         return CheckResult(False, str(error))
-    return _clipping_verdict(clipped, loose, strategy.num_replicas_in_sync)
+    n = strategy.num_replicas_in_sync
+    verdict = _clipping_verdict(clipped, loose, n)
+    if verdict.message.startswith(SUMMED_AGAIN):  # or the norm of the mean: one more bound
+        between = clipped.norm * (1.0 + 1.0 / n) / 2.0  # above the mean's norm, below the sum's
+        try:
+            middle = _clipping_run(clip, strategy, model_fn, batch, between, loss)
+        except LearnerError as error:
+            return CheckResult(False, str(error))
+        if same_gradient(middle.applied, flat_float64(_summed(middle.replicas))):
+            return CheckResult(False, _mean_norm_message(n, between, middle.norm))
+    return verdict
+
+
+SUMMED_AGAIN = "the sum is clipped, but apply_gradients then sums"
+
+
+def _mean_norm_message(n: int, bound: float, norm: float) -> str:
+    return (
+        f"the norm is taken of the MEAN of the {n} replicas' gradients (ReduceOp.MEAN), which "
+        f"is 1/{n} of the norm of the summed gradient that one device would clip, so the "
+        f"bound acts {n}x too loosely: with clip_norm={number(bound)} and a summed gradient "
+        f"of norm {number(norm)}, nothing was clipped. All-reduce with ReduceOp.SUM, clip "
+        f"the global norm of the sum, and divide what you return by num_replicas_in_sync."
+    )
 
 
 @dataclass(frozen=True)
@@ -188,7 +211,7 @@ def _clipping_mistakes(run: _Clipped, n: int) -> list[tuple[np.ndarray, str]]:
         ),
         (
             flat_float64([n * a for a in _clip_global(total, c)]),
-            f"the sum is clipped, but apply_gradients then sums the {n} replicas' copies again: "
+            f"{SUMMED_AGAIN} the {n} replicas' copies again: "
             f"{n}x too big. Divide the clipped sum by num_replicas_in_sync, or scale each "
             "replica's own gradient by the clipping factor.",
         ),

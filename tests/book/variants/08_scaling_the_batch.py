@@ -74,6 +74,15 @@ WRONG = {
             "sums the",
         ),
         (
+            "the norm of the MEAN gradient: the bound acts N times too loosely",
+            "def clip_after_sum(gradients, clip_norm):\n"
+            + CONTEXT
+            + "    mean = context.all_reduce(tf.distribute.ReduceOp.MEAN, gradients)\n"
+            "    clipped, _ = tf.clip_by_global_norm(mean, clip_norm)\n"
+            "    return clipped",
+            "mean of the",
+        ),
+        (
             "each weight clipped on its own",
             "def clip_after_sum(gradients, clip_norm):\n"
             + CONTEXT

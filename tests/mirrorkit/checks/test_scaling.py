@@ -92,6 +92,11 @@ def _sum_not_divided(gradients, clip_norm):
     return tf.clip_by_global_norm(context.all_reduce("SUM", gradients), clip_norm)[0]
 
 
+def _mean_clipped(gradients, clip_norm):
+    context = tf.distribute.get_replica_context()
+    return tf.clip_by_global_norm(context.all_reduce("MEAN", gradients), clip_norm)[0]
+
+
 def _normalized(gradients, clip_norm):
     context = tf.distribute.get_replica_context()
     norm = tf.linalg.global_norm(context.all_reduce("SUM", gradients))
@@ -104,12 +109,13 @@ def _normalized(gradients, clip_norm):
         (_after_sum, None),
         (lambda g, c: tf.clip_by_global_norm(g, c)[0], "before the sum"),
         (_sum_not_divided, "sums the"),
+        (_mean_clipped, "MEAN of the"),
         (lambda g, c: g, "nothing was clipped"),
         (_normalized, "under the bound"),
         (lambda g, c: tf.clip_by_global_norm(g, c), "keep the first"),
         (lambda g, c: undefined_name, "NameError"),  # noqa: F821
     ],
-    ids=["right", "per-replica", "summed-twice", "none", "normalized", "pair", "error"],
+    ids=["right", "per-replica", "summed-twice", "mean", "none", "normalized", "pair", "error"],
 )
 def test_check_clipping_names_the_mistake(strategy, clip, word):
     x, y = _data(strategy)
