@@ -248,15 +248,30 @@ def _note_in_run(folder: Path) -> None:
 
 
 def release_run(run_dir: str | os.PathLike) -> list[str]:
-    """Delete the leases the run in ``run_dir`` took and still holds; their paths."""
+    """Delete the leases the run in ``run_dir`` took and still holds; their paths.
+
+    What its stopped workers' unfinished saves left (TensorFlow's ``<prefix>_temp`` folders
+    of ``part-*`` shards, in the folder and the workers' copies) goes too.
+    """
     freed = []
     for line in set(_read(str(Path(run_dir) / RUN_LEASES)).splitlines()):
-        lease, _ = _current(Path(line).parent)
+        folder = Path(line).parent
+        lease, _ = _current(folder)
         if lease is not None and lease.get("run") == str(run_dir):
+            _remove_unfinished_saves(folder)
             with contextlib.suppress(OSError):
                 os.unlink(line)
                 freed.append(line)
     return freed
+
+
+def _remove_unfinished_saves(folder: Path) -> None:
+    import shutil
+
+    with contextlib.suppress(OSError):
+        for temp in [*folder.glob("*_temp"), *folder.glob(".worker-*/*_temp")]:
+            if temp.is_dir() and any(temp.glob("part-*")):
+                shutil.rmtree(temp, ignore_errors=True)
 
 
 _held: dict[Path, str] = {}  # folder -> run, the leases this process keeps fresh

@@ -35,15 +35,23 @@ TMP_FIX = (
     "starting Python)."
 )
 
-CHECKPOINT_FIX = (
-    "Free space there (or delete old checkpoints), or give the run "
-    "a folder on a disk you can write with room, e.g. one under your home folder."
-)
+CHECKPOINT_FIX = {
+    errno.ENOSPC: "Free space there (or delete old checkpoints), or give the run a folder on a "
+    "disk with room.",
+    errno.EDQUOT: "Free space there (or delete old checkpoints), or give the run a folder on a "
+    "disk with room.",
+    None: "Give the run a folder you can write, e.g. one under your home folder.",
+}
 
 
-def explained(error: OSError, path, role: str, fix: str) -> OSError:
-    """``error`` again (same type and errno), saying which path, why in plain words, what to do."""
+def explained(error: OSError, path, role: str, fix: str | dict) -> OSError:
+    """``error`` again (same type and errno), saying which path, why in plain words, what to do.
+
+    ``fix`` is what to do, or ``{errno: what to do, None: otherwise}``.
+    """
     cause = _CAUSES.get(error.errno, error.strerror or str(error))
+    if isinstance(fix, dict):
+        fix = fix.get(error.errno, fix[None])
     return type(error)(error.errno, f"{role} {path}: {cause}. {fix}")
 
 

@@ -48,7 +48,7 @@ def hint(error: BaseException, num_workers: int) -> str | None:
     removed = _remove_unfinished(folder)
     shown = folder.parent if folder.name.startswith(".worker-") else folder
     copy = f" (this worker's copy in {folder.name})" if shown != folder else ""
-    left = f" The unfinished {', '.join(removed)} removed." if removed else ""
+    left = f" Removed the unfinished {', '.join(removed)}." if removed else ""
     return (
         f"saving a checkpoint in {shown}{copy} failed: {cause}. The checkpoints saved before "
         f"are kept.{left} Free space there, or give the run a folder you can write on a disk "

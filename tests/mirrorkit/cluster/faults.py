@@ -136,3 +136,38 @@ def unsendable(context):
 
     with context.strategy.scope():
         return {"weights": tf.Variable([1.0])}
+
+
+def fill(folder) -> None:
+    """Write into ``folder`` until its filesystem has no room left."""
+    with open(os.path.join(folder, "filler"), "wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"\0" * 4096)
+        except OSError:
+            pass
+
+
+def save_on_a_full_disk(context, folder: str, read_only: str, full: str):
+    """Ask for a read-only and a full folder (the messages returned), then take ``folder``,
+    fill its disk, and save a checkpoint there (which fails)."""
+    import tensorflow as tf
+
+    told = {}
+    for name, path in (("read_only", read_only), ("full", full)):
+        try:
+            context.write_dir(path)
+        except OSError as error:
+            told[name] = str(error)
+    print("told: " + repr(told), flush=True)
+    mine = context.write_dir(folder)
+    with context.strategy.scope():
+        step = tf.Variable(1, dtype=tf.int64)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=step), mine, 3)
+    manager.save(checkpoint_number=1)  # one good checkpoint
+    context.strategy.reduce("SUM", context.strategy.run(lambda: 1.0), axis=None)
+    if context.is_chief:
+        fill(folder)
+    context.strategy.reduce("SUM", context.strategy.run(lambda: 1.0), axis=None)
+    manager.save(checkpoint_number=2)
+    return told

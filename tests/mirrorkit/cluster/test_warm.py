@@ -86,14 +86,26 @@ def fresh_warm():
         assert wait_gone([pid], within=10.0) == []
 
 
+def on_a_thread(cluster, function):
+    """``cluster.run(function)`` on a thread of its own, which has ended when this returns."""
+    outcome = []
+    thread = threading.Thread(target=lambda: outcome.append(cluster.run(function)))
+    thread.start()
+    thread.join()
+    return outcome[0]
+
+
 def test_the_first_run_starts_the_warm_process_and_later_runs_fork_from_it(fresh_warm, no_orphans):
-    first = mk.LocalCluster(2, echo=False).run(lineage)
+    # Each run on a thread of its own that ends with it (issue 49): the warm process belongs
+    # to this process, not to the thread that happened to start it.
+    first = on_a_thread(mk.LocalCluster(2, echo=False), lineage)
     warm = _warm.current_pid()
-    second = mk.LocalCluster(3, echo=False).run(lineage)
+    second = on_a_thread(mk.LocalCluster(3, echo=False), lineage)
 
     assert first.launch.startswith("forked from a new warm process (imported TensorFlow in")
     assert second.launch == "forked from the warm process"
-    assert _warm.current_pid() == warm  # the same process, still running after both runs
+    assert _warm.current_pid() == warm  # the same process, still running after both threads
+    assert _procs.is_running(warm)
     for run, n in ((first, 2), (second, 3)):
         assert [r["sum"] for r in run.results] == [float(n)] * n
         # worker -> its run's supervisor -> the warm process

@@ -1,0 +1,139 @@
+"""One writer per checkpoint folder: the lease, taken, refused, taken over, across namespaces.
+
+The holders are real processes (``sleep``, a Python process in a pid namespace of its own);
+the runs of the cluster cases are in test_fault_suite.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from mirrorkit.cluster import _lease
+from tests.mirrorkit.cluster.faults import foreign_lease
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def sleeper():
+    process = subprocess.Popen(["sleep", "300"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+def lease_of(folder) -> dict:
+    return json.loads((Path(folder) / _lease.LEASE_FILE).read_text())
+
+
+def test_a_live_holder_on_this_machine_is_named_and_kept(tmp_path, sleeper):
+    foreign_lease(tmp_path, sleeper.pid)
+    with pytest.raises(_lease.FolderInUseError) as refused:
+        _lease.take(tmp_path)
+    message = str(refused.value)
+    assert message.startswith(
+        f"the folder {tmp_path} is being written by another run: process {sleeper.pid} "
+        f"(sleep 300) on host {socket.gethostname()}, since "
+    )
+    assert " UTC (last heartbeat 0 s ago). Two runs writing one checkpoint folder " in message
+    assert (
+        "Wait for that run to end (or stop it), or give this run a folder of its own, e.g. "
+        f"{tmp_path}-2." in message
+    )
+    assert lease_of(tmp_path)["pid"] == sleeper.pid  # still theirs
+
+
+def test_a_dead_holder_on_this_machine_is_taken_over_with_a_warning(tmp_path, sleeper):
+    foreign_lease(tmp_path, sleeper.pid)
+    sleeper.kill()
+    sleeper.wait()
+    with pytest.warns(_lease.FolderTakenOverWarning) as warned:
+        _lease.take(tmp_path)
+    message = str(warned[0].message)
+    assert message.startswith(f"the folder {tmp_path} was held by a run that is gone (process ")
+    assert (
+        f"its process {sleeper.pid} on this machine has ended); this run takes it over." in message
+    )
+    assert lease_of(tmp_path)["pid"] == os.getpid()
+
+
+@pytest.mark.parametrize(
+    ("heartbeat_age", "taken"), [(120, True), (5, False)], ids=["silent 120 s", "heartbeat 5 s ago"]
+)
+def test_a_holder_on_another_host_is_judged_by_its_heartbeat(tmp_path, heartbeat_age, taken):
+    lease = foreign_lease(tmp_path, 999_999_999)
+    lease["host"], lease["boot"] = "other-node", "another-boot"
+    path = tmp_path / _lease.LEASE_FILE
+    path.write_text(json.dumps(lease))
+    then = time.time() - heartbeat_age
+    os.utime(path, (then, then))
+    if taken:
+        with pytest.warns(_lease.FolderTakenOverWarning, match="its last heartbeat was 120 s ago"):
+            _lease.take(tmp_path)
+    else:
+        with pytest.raises(
+            _lease.FolderInUseError, match="on host other-node, since .*heartbeat 5 s ago"
+        ):
+            _lease.take(tmp_path)
+
+
+def test_a_holder_in_another_pid_namespace_is_not_taken_for_dead(tmp_path):
+    # A Python process in a pid namespace of its own (as the grader runs clusters) takes the
+    # lease: its pid means nothing here, so only its heartbeat counts.
+    code = (
+        "import sys, time; from mirrorkit.cluster import _lease; "
+        "lease = _lease.take(sys.argv[1]); print(lease['pid'], lease['pidns'], flush=True); "
+        "time.sleep(300)"
+    )
+    inside = subprocess.Popen(
+        [
+            "unshare",
+            "-p",
+            "-f",
+            "--mount-proc",
+            "--kill-child",
+            sys.executable,
+            "-c",
+            code,
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        pid, namespace = inside.stdout.readline().split()
+        assert namespace != os.readlink("/proc/self/ns/pid") and int(pid) < 10
+        with pytest.raises(_lease.FolderInUseError, match=f"process {pid} .* on host "):
+            _lease.take(tmp_path)
+    finally:
+        inside.kill()
+        inside.wait()
+
+
+def test_a_runs_workers_are_one_writer_and_the_owner_frees_the_lease(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    monkeypatch.setenv(_lease.OWNER_VARIABLE, json.dumps(_lease.identity()))
+    monkeypatch.setenv("MIRRORKIT_RUN", str(run_dir))
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no takeover between the workers of one run
+        first = _lease.take(folder)  # the chief
+        second = _lease.take(folder)  # worker 1, for its .worker-1 copy
+    assert first == second and first["run"] == str(run_dir)
+    unfinished = folder / ".worker-1" / "ckpt-3_temp"
+    unfinished.mkdir(parents=True)
+    (unfinished / "part-00000-of-00001.index").write_bytes(b"")
+    assert _lease.release_run(run_dir) == [str(folder.resolve() / _lease.LEASE_FILE)]
+    assert not (folder / _lease.LEASE_FILE).exists() and not unfinished.exists()
