@@ -221,9 +221,11 @@ def _optimizer_advice(children, top: str, counts, others, prefix: str) -> str:
     weights = sum(len(getattr(children[n], "trainable_variables", ())) for n in others)
     keep = ", ".join(f"{n}={n}" for n in others)
     if saved == 0 or slots_there < 0:  # saved without it: Checkpoint(model=model, step=step)
+        held = f"only {saved} of its {live} variables" if saved else f"none of its {live} variables"
+        how = f"with part of {top}" if saved else f"without {top}=..."
         return (
-            f"It was saved without the {top}'s state (it holds none of its {live} variables: "
-            f"the checkpoint was made without {top}=...). Restore the weights alone with "
+            f"It was saved without the {top}'s state (the checkpoint holds {held}: it was "
+            f"made {how}). Restore the weights alone with "
             f"tf.train.Checkpoint({keep}).restore({prefix!r}).expect_partial() and start "
             f"the {top} fresh; save with tf.train.Checkpoint({keep}, {top}={top}) from now on "
             "to resume it too."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
@@ -186,6 +188,84 @@ def test_an_optimizer_not_built_yet_is_refused_saying_build_it(strategy, tmp_pat
         r"Not built yet.*: optimizer\. Build before restoring.*"
         r"optimizer\.build\(model\.trainable_variables\)",
     )
+
+
+@pytest.mark.parametrize("with_optimizer_slot", [False, True], ids=["no optimizer", "other"])
+def test_a_checkpoint_saved_without_optimizer_state_gets_advice_that_works(
+    strategy, tmp_path, with_optimizer_slot
+):
+    saved = training_checkpoint(strategy)
+    folder = str(tmp_path / "run")
+    fill(saved, seed=4)
+    # Saved without the optimizer (the issue's case), or with only its step counter.
+    kept = {"model": saved.model, "step": saved.step}
+    if with_optimizer_slot:
+        kept["optimizer"] = tf.train.Checkpoint(iterations=saved.optimizer.iterations)
+    tf.train.CheckpointManager(tf.train.Checkpoint(**kept), folder, 1).save(checkpoint_number=4)
+    resumed = training_checkpoint(strategy)
+
+    with pytest.raises(mk.CheckpointMismatchError) as raised:
+        mk.restore_latest(resumed, folder)
+
+    message = str(raised.value)
+    assert "slot variables, -" not in message and "of -" not in message, message
+    held = "only 1 of its" if with_optimizer_slot else "none of its"
+    assert f"It was saved without the optimizer's state (the checkpoint holds {held} " in message
+    advice = (
+        f"tf.train.Checkpoint(model=model, step=step).restore('{folder}/ckpt-4')"
+        ".expect_partial() and start the optimizer fresh"
+    )
+    assert advice in message
+    assert "save with tf.train.Checkpoint(model=model, step=step, optimizer=optimizer)" in message
+    model, step = resumed.model, resumed.step  # the advice, followed
+    tf.train.Checkpoint(model=model, step=step).restore(f"{folder}/ckpt-4").expect_partial()
+    for mine, theirs in zip(model.variables, saved.model.variables, strict=True):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+
+
+def save_other_ways(folder: Path) -> dict[str, str]:
+    """A folder each, holding a model saved another way than tf.train.Checkpoint."""
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    ways = {}
+    for name in ("weights", "keras", "backup", "savedmodel"):
+        (folder / name).mkdir()
+        ways[name] = str(folder / name)
+    model.save_weights(f"{ways['weights']}/model.weights.h5")
+    model.save(f"{ways['keras']}/model.keras")
+    callback = keras.callbacks.BackupAndRestore(ways["backup"], delete_checkpoint=False)
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.zeros((4, 4), "float32")
+    model.fit(x, x[:, :1], epochs=1, verbose=0, callbacks=[callback])
+    tf.saved_model.save(tf.Module(), f"{ways['savedmodel']}/exported")
+    return ways
+
+
+@pytest.mark.parametrize(
+    ("way", "named", "how"),
+    [
+        ("weights", "model.weights.h5", "Keras weights (model.save_weights): model.load_weights("),
+        ("keras", "model.keras", "a whole Keras model (model.save): keras.models.load_model("),
+        ("backup", "latest.weights.h5", "a backup of keras.callbacks.BackupAndRestore"),
+        ("savedmodel", "exported", "a SavedModel (tf.saved_model.save or model.export): "),
+    ],
+)
+def test_a_folder_of_a_model_saved_another_way_is_named_with_how_to_load_it(
+    other_ways, way, named, how
+):
+    folder = other_ways[way]
+    checkpoint = tf.train.Checkpoint(step=tf.Variable(0, dtype=tf.int64))
+    with pytest.raises(mk.CheckpointMismatchError) as raised:
+        mk.restore_latest(checkpoint, folder)
+    message = str(raised.value)
+    assert message.startswith(f"{folder} holds no tf.train checkpoint (no ckpt-N.index), but:")
+    assert f"  {named}: {how}" in message, message
+    assert "give restore_latest and the CheckpointManager a folder of their own" in message
+    assert int(checkpoint.step) == 0
+
+
+@pytest.fixture(scope="module")
+def other_ways(tmp_path_factory) -> dict[str, str]:
+    return save_other_ways(tmp_path_factory.mktemp("other-ways"))
 
 
 def test_an_unreadable_state_file_is_named_and_the_files_on_disk_used(strategy, tmp_path):
