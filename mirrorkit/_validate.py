@@ -119,24 +119,32 @@ def require_count(
     minimum: int = 1,
     maximum: int | None = None,
     whole_floats: bool = False,
+    why: str | None = None,
 ) -> int:
     """``value`` as an int from ``minimum`` to ``maximum`` (never a bool), or a clear error.
 
-    ``whole_floats`` also accepts a float that is a whole number (``1e6``).
+    ``whole_floats`` also accepts a float that is a whole number (``1e6``). ``why`` is the
+    caller's reason for the range, e.g. a lab's ``"the lab holds 64 examples"``: given, every
+    refusal (a wrong kind too) states the range and the reason, in the caller's own name.
 
     Example:
         >>> require_count("workers", 0, write="workers=2")
         Traceback (most recent call last):
         ...
         ValueError: workers must be an int of at least 1, got 0: write workers=2.
-    """
+        >>> require_count("EXAMPLES", 9.5, write="EXAMPLES = 32", maximum=64, why="64 exist")
+        Traceback (most recent call last):
+        ...
+        TypeError: EXAMPLES must be an int from 1 to 64 (64 exist), got float 9.5: write EXAMPLES = 32.
+    """  # noqa: E501 - a doctest's expected line
     if whole_floats and isinstance(value, float) and value.is_integer():
         value = int(value)
+    bound = f"of at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+    reason = f" ({why})" if why else ""
     if isinstance(value, bool) or not isinstance(value, int):
-        refuse(name, value, must="an int", write=write)
+        refuse(name, value, must=f"an int {bound}{reason}" if why else "an int", write=write)
     if value < minimum or (maximum is not None and value > maximum):
-        bound = f"of at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
-        refuse(name, value, must=f"an int {bound}", write=write, error=ValueError)
+        refuse(name, value, must=f"an int {bound}{reason}", write=write, error=ValueError)
     return value
 
 
@@ -148,25 +156,34 @@ def require_number(
     above: float | None = None,
     minimum: float | None = None,
     maximum: float | None = None,
+    why: str | None = None,
 ) -> float:
     """``value`` as a float (not NaN), above ``above`` / from ``minimum`` to ``maximum``.
+
+    ``why`` is the caller's reason for the range: given, every refusal (a wrong kind too)
+    states the range and the reason, as :func:`require_count` does.
 
     Example:
         >>> require_number("rate", -1, write="rate=0.1", above=0)
         Traceback (most recent call last):
         ...
         ValueError: rate must be a number above 0, got -1: write rate=0.1.
-    """
-    if not _is_number(value):
-        refuse(name, value, must="a number", write=write)
+        >>> require_number("BASE", "0.1", write="BASE = 0.1", above=0, maximum=10, why="a rate")
+        Traceback (most recent call last):
+        ...
+        TypeError: BASE must be a number above 0 and at most 10 (a rate), got str '0.1': write BASE = 0.1.
+    """  # noqa: E501 - a doctest's expected line
     bounds = [f"above {above:g}" if above is not None else ""]
     bounds += [f"at least {minimum:g}" if minimum is not None else ""]
     bounds += [f"at most {maximum:g}" if maximum is not None else ""]
+    what = " and ".join(b for b in bounds if b)
+    must = f"a number {what}" if what else "a number, not NaN"
+    must += f" ({why})" if why else ""
+    if not _is_number(value):
+        refuse(name, value, must=must if why else "a number", write=write)
     wrong = math.isnan(value) or (above is not None and value <= above)
     wrong |= (minimum is not None and value < minimum) or (maximum is not None and value > maximum)
     if wrong:
-        what = " and ".join(b for b in bounds if b)
-        must = f"a number {what}" if what else "a number, not NaN"
         refuse(name, value, must=must, write=write, error=ValueError)
     return float(value)
 

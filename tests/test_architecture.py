@@ -413,7 +413,6 @@ TF_FREE = [
     "mirrorkit.measure._schedule_terms",
     "mirrorkit.measure._solver",
     "mirrorkit.measure.algorithm_fit",
-    "mirrorkit.measure.cost_model",
     "mirrorkit.measure.links",
     "mirrorkit.measure.step_prediction",
     "mirrorkit.measure.synthetic",
@@ -423,6 +422,23 @@ TF_FREE = [
     "mirrorkit.report.values",
 ]
 HEAVY = ("tensorflow", "keras", "ipywidgets", "matplotlib", "tf_keras")
+# What the browser labs run, their exercise checks included: Pyodide has neither TensorFlow nor
+# NumPy, so none of these imports either when it is imported (NumPy may wait inside a function).
+BROWSER = [
+    "mirrorkit.checks.batch_split",
+    "mirrorkit.checks.loss_shares",
+    "mirrorkit.checks.auto_shard",
+    "mirrorkit.checks.lab_settings",
+    "mirrorkit.checks.lab_answers",
+    "mirrorkit.measure.benchmark",
+    "mirrorkit.measure.links",
+    "mirrorkit.measure.replay",
+    "mirrorkit.measure.schedules",
+    "mirrorkit.measure.synthetic",
+    "mirrorkit.training.dynamic_loss_scale",
+    "mirrorkit.training.float16",
+    "mirrorkit.training.learning_rate_rules",
+]
 
 
 def relative(path: Path) -> str:
@@ -530,6 +546,35 @@ def heavy_imports(module: str, seen: set[str]) -> list[str]:
 @pytest.mark.parametrize("module", TF_FREE)
 def test_the_arithmetic_imports_no_tensorflow_at_any_level(module):
     assert heavy_imports(module, set()) == []
+
+
+def import_time_imports(module: str, seen: set[str]) -> list[str]:
+    """Imports of TensorFlow, NumPy and friends run when ``module`` is imported, its own and
+    those of the project modules it imports then (an import inside a function waits)."""
+    if module in seen:
+        return []
+    seen.add(module)
+    found, ours = [], set()
+    tree = ast.parse(MODULES[module].read_text())
+    for node in tree.body:  # the module's own top level; functions and classes wait
+        if isinstance(node, ast.If | ast.Try):
+            continue  # `if TYPE_CHECKING:` and guarded imports
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        found += [
+            f"{module}:{node.lineno} {n}" for n in names if n.split(".")[0] in (*HEAVY, "numpy")
+        ]
+        ours |= {n for n in names if n in MODULES}
+    parents = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1)}
+    for imported in sorted((ours | parents) & MODULES.keys()):
+        found += import_time_imports(imported, seen)
+    return found
+
+
+@pytest.mark.parametrize("module", BROWSER)
+def test_the_browser_code_imports_neither_tensorflow_nor_numpy_when_imported(module):
+    assert import_time_imports(module, set()) == []
 
 
 def test_the_arithmetic_runs_without_tensorflow(tmp_path):

@@ -18,6 +18,8 @@ BROWSER_MODULES = (
     "mirrorkit.checks.loss_shares",
     "mirrorkit.checks.auto_shard",
     "mirrorkit.checks.input_preview",
+    "mirrorkit.checks.lab_settings",
+    "mirrorkit.checks.lab_answers",
     "mirrorkit.measure.schedules",
     "mirrorkit.training.dynamic_loss_scale",
     "mirrorkit.training.float16",

@@ -303,6 +303,32 @@ class AllReduceReplay(Reported):
         ]
         return Report(headline=headline, columns=columns, lines=tuple(lines), tone=self._tone())
 
+    def link_report(self) -> Report:
+        """:meth:`report`, its bytes line counted link by link (what the browser lab prints).
+
+        :meth:`report` adds each step's busiest link, links that differ from step to step,
+        and calls the sum what "the busiest link carried": it is the byte term of the cost
+        model (each step waits for its busiest link), not any one link's load. This says
+        both: the most any replica sent or received in all, and that sum over the steps.
+        """
+        moved = sum(self.step_bytes())
+        most = max(*self.sent_bytes(), *self.schedule.received_bytes(self.size, self.itemsize))
+        line = Line(
+            f"Each replica sent at most {format_size(max(self.sent_bytes()))} and no link "
+            f"carried more than {format_size(most)} in one direction "
+            f"({most / self.nbytes:.3g} x its tensor). Each step waits for its own busiest "
+            f"link; those, step by step, add up to {format_size(moved)} "
+            f"({moved / self.nbytes:.3g} x): the bytes the cost model divides by the bandwidth."
+            + _bus_note(self.schedule)
+        )
+        report = self.report()
+        return Report(
+            headline=report.headline,
+            columns=report.columns,
+            lines=(report.lines[0], line, *report.lines[2:]),
+            tone=report.tone,
+        )
+
     def _tone(self) -> str:
         c = self.comparison
         return "good" if c.verdict != "different" and c.strategy_error <= 1 else "warn"

@@ -156,6 +156,23 @@ class Schedule:
                 sent[t.source] += sizes[t.chunk]
         return sent
 
+    def received_bytes(self, length: int, itemsize: int = 1) -> list[int]:
+        """Bytes each replica receives over the whole all-reduce.
+
+        Arguments as for :meth:`step_link_bytes`.
+
+        Example:
+            >>> from mirrorkit.measure.schedules import schedule
+            >>> schedule("one_device", 4).received_bytes(100)  # replica 0 gathers 3 tensors
+            [300, 100, 100, 100]
+        """
+        sizes = [(hi - lo) * itemsize for lo, hi in self.chunk_bounds(length)]
+        received = [0] * self.replicas
+        for step in self.steps:
+            for t in step.transfers:
+                received[t.target] += sizes[t.chunk]
+        return received
+
     def holders(self) -> tuple[tuple[tuple[frozenset, ...], ...], ...]:
         """Before the first step and after each: per replica and chunk, whose values it sums.
 

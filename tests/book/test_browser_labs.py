@@ -1,15 +1,33 @@
-"""Each browser lab (book/browser/) runs top to bottom in CPython with TensorFlow, Keras and
-NumPy refused: the same cells that run in the reader's browser (Pyodide) import none of them.
+"""Each browser lab (book/browser/) in CPython, as the reader's browser (Pyodide) runs it.
+
+* In a kernel with TensorFlow, Keras and NumPy refused, top to bottom.
+* Its bad-input table: every value the lab invites the reader to change, set to zero, a
+  negative, a float, text, a huge number and one past the lab's range, either runs or is
+  refused in the lab's own words (the variable's name and range) by the cell that sets it;
+  its largest accepted values run and print a bounded amount.
+* Any code cell run first, in a new namespace, runs or says which cells to run.
+* Each exercise's check passes the right answer, names each usual mistake, and never shows
+  the answer; an answer cell defines the function its check names.
 
 The browser itself runs them in tests/browser/test_lite_site.py.
 """
 
 from __future__ import annotations
 
+import ast
+import asyncio
+import contextlib
+import inspect
+import io
+import math
+import re
+
 import nbformat
 import pytest
 
 from bookbuild.execute import notebook_client
+from mirrorkit.checks.lab_answers import EXERCISES, check, check_answer, draw_inputs
+from mirrorkit.checks.lab_settings import SETTINGS
 from tests.conftest import ROOT
 from tests.refuse_heavy import REFUSE  # run first in the lab's kernel, as in the browser
 
@@ -18,6 +36,8 @@ LABS = sorted((ROOT / "book" / "browser").glob("*.ipynb"))
 # then a cell's reply reaches nbclient only when its wait for the reply times out (seen with the
 # labs' ipywidgets `interact` cells on a loaded machine: the lab still passes, a timeout later).
 CELL_TIMEOUT = 30
+PRINTED_AT_MOST = 60_000  # characters a lab prints at its largest accepted values
+RUN_FIRST = "run the cells above this one first"
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda path: path.name)
@@ -33,3 +53,126 @@ def test_a_browser_lab_runs_without_tensorflow_keras_or_numpy(lab, tmp_path):
 
 def test_there_are_browser_labs():
     assert LABS, "book/browser/ holds the browser labs"
+    assert {lab.stem for lab in LABS} == set(SETTINGS), "each lab has its settings table"
+
+
+def _code(lab) -> list[str]:
+    return [c.source for c in nbformat.read(lab, as_version=4).cells if c.cell_type == "code"]
+
+
+def _run(source: str, namespace: dict):
+    """One cell, as IPython runs it: top-level await allowed, the last expression's value."""
+    tree = ast.parse(source)
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    result = None
+    for node, mode in ((ast.Module(tree.body, []), "exec"), (last, "eval")):
+        if node is not None:
+            node = ast.Expression(node.value) if mode == "eval" else node
+            flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+            result = eval(compile(node, "<cell>", mode, flags=flags), namespace)
+            result = asyncio.run(result) if inspect.iscoroutine(result) else result
+    return result
+
+
+def _run_lab(lab, values: dict | None = None, *, go_on: str = "") -> tuple:
+    """The lab's code cells in one namespace, the first with ``values`` put in; what they
+    printed, the error that stopped them (or None), and the index of the cell that raised.
+    An error whose message holds ``go_on`` (when given) does not stop them."""
+    cells = _code(lab)
+    for name, value in (values or {}).items():
+        text = "float('nan')" if isinstance(value, float) and math.isnan(value) else repr(value)
+        cells[0], found = re.subn(rf"^{name} = [^#\n]*", f"{name} = {text} ", cells[0], 1, re.M)
+        assert found, f"{lab.name}: no {name} = ... in its first code cell"
+    namespace, printed = {"__name__": "__main__"}, io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.chdir(lab.parent):
+        for k, source in enumerate(cells):
+            try:
+                _run(source, namespace)
+            except Exception as error:  # what the reader would see
+                if not (go_on and go_on in str(error)):
+                    return printed.getvalue(), error, k
+    return printed.getvalue(), None, -1
+
+
+def _bad_values(setting) -> list:
+    over = setting.maximum + 1 if setting.whole else setting.maximum * 2
+    float_ = 2.5 if setting.whole else math.nan
+    return [0, -1, float_, str(setting.example), 10**12, over]
+
+
+def _bad_table():
+    return [
+        pytest.param(lab, setting.name, value, id=f"{lab.stem}-{setting.name}={value!r}")
+        for lab in LABS
+        for setting in SETTINGS[lab.stem]
+        for value in _bad_values(setting)
+    ]
+
+
+@pytest.mark.parametrize(("lab", "name", "value"), _bad_table())
+def test_a_value_the_lab_cannot_take_is_refused_in_its_own_words(lab, name, value):
+    (setting,) = [s for s in SETTINGS[lab.stem] if s.name == name]
+    printed, error, cell = _run_lab(lab, {name: value})
+    accepted = not isinstance(value, str) and not (isinstance(value, float) and math.isnan(value))
+    accepted &= setting.whole is False or isinstance(value, int)
+    low = setting.minimum if setting.minimum is not None else -math.inf
+    accepted = accepted and low <= value <= setting.maximum
+    accepted = accepted and (setting.above is None or value > setting.above)
+    if accepted:
+        assert error is None, f"{name} = {value!r} is in range, yet cell {cell}: {error!r}"
+        return
+    assert error is not None, f"{name} = {value!r} ran: {printed[-300:]}"
+    assert cell == 0, f"refused by code cell {cell}, not the one that sets {name}"
+    assert isinstance(error, TypeError | ValueError), repr(error)
+    message = str(error)
+    assert message.startswith(f"{name} must be "), message
+    assert f"write {name} = {setting.example!r}." in message, message
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda path: path.name)
+def test_a_lab_at_its_largest_accepted_values_runs_and_prints_a_bounded_amount(lab):
+    largest = {s.name: s.maximum for s in SETTINGS[lab.stem]}
+    # A slider refuses a value it cannot show (and says what to call instead); the rest runs.
+    printed, error, cell = _run_lab(lab, largest, go_on="what the slider shows")
+    assert error is None, f"cell {cell}: {error!r}"
+    assert len(printed) <= PRINTED_AT_MOST, len(printed)
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda path: path.name)
+def test_any_cell_run_first_runs_or_says_which_cells_to_run(lab):
+    for k, source in enumerate(_code(lab)):
+        namespace = {"__name__": "__main__"}
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.chdir(lab.parent):
+            try:
+                _run(source, namespace)
+            except NameError as error:
+                assert RUN_FIRST in str(error), f"code cell {k}: {error}"
+
+
+@pytest.mark.parametrize("key", sorted(EXERCISES))
+def test_an_exercise_check_passes_the_right_answer_and_names_each_mistake(key):
+    exercise = EXERCISES[key]
+    assert check(key, exercise.right).passed
+    assert check_answer(key, exercise.right, draw_inputs(key, seed=7, count=20)).passed
+    assert not check(key, None).passed and not check(key, lambda *args: ...).passed
+    named = {check(key, wrong).message for wrong, _ in exercise.mistakes}
+    for wrong, why in exercise.mistakes:
+        verdict = check(key, wrong)
+        assert not verdict.passed and verdict.message.endswith(why), (verdict, why)
+    assert len(named) == len(exercise.mistakes), "each mistake is told apart"
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda path: path.name)
+def test_a_lab_has_two_exercises_each_an_answer_cell_and_its_check(lab):
+    cells = nbformat.read(lab, as_version=4).cells
+    answers = [c for c in cells if "lab-answer" in c.metadata.get("tags", ())]
+    checks = [c for c in cells if "lab-check" in c.metadata.get("tags", ())]
+    keys = sorted(k for k in EXERCISES if k.startswith(lab.stem + "/"))
+    assert len(keys) >= 2
+    assert [c.metadata["lab_exercise"] for c in answers] == keys
+    assert [c.metadata["lab_exercise"] for c in checks] == keys
+    for cell, key in zip(answers, keys, strict=True):
+        assert f"def {EXERCISES[key].answer}(" in cell.source
+        assert "return ...  #" in cell.source, "the answer cell holds no solution"
+    for cell, key in zip(checks, keys, strict=True):
+        assert f'check("{key}", globals().get("{EXERCISES[key].answer}"))' in cell.source
