@@ -81,7 +81,8 @@ def _run_lab(lab, values: dict | None = None, *, go_on: str = "") -> tuple:
     cells = _code(lab)
     for name, value in (values or {}).items():
         text = "float('nan')" if isinstance(value, float) and math.isnan(value) else repr(value)
-        cells[0], found = re.subn(rf"^{name} = [^#\n]*", f"{name} = {text} ", cells[0], 1, re.M)
+        pattern, line = rf"^{name} = [^#\n]*", f"{name} = {text} "
+        cells[0], found = re.subn(pattern, line, cells[0], count=1, flags=re.M)
         assert found, f"{lab.name}: no {name} = ... in its first code cell"
     namespace, printed = {"__name__": "__main__"}, io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.chdir(lab.parent):
