@@ -226,7 +226,8 @@ def _new_strategy(tf, devices: tuple[str, ...], all_reduce: str, number: int):
     # MirroredStrategy starts its collective group keys at 1 + _collective_key_base,
     # a class attribute TensorFlow's own tests use to keep strategies apart. Giving
     # each strategy made here its own range keeps it clear of every other strategy in
-    # the process, including a plain tf.distribute.MirroredStrategy() (base 0).
+    # the process, including a plain tf.distribute.MirroredStrategy() (base 0). It is private,
+    # but no public API sets the keys: the constructor and CommunicationOptions take none.
     cls = tf.distribute.MirroredStrategy
     saved = cls.__dict__.get("_collective_key_base", 0)
     cls._collective_key_base = _KEY_RANGE * number
