@@ -100,10 +100,23 @@ def build_lite(html_folder: Path | None = None, manifest: dict | None = None) ->
             *apps,
             cwd=source,
         )
+    _favicons(out)
     link_chapter_pages(html_folder, manifest)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     say(f"browser labs built: {out} ({len(labs)} labs, {size / 1e6:.0f} MB)")
     return out
+
+
+# The notebook app shows these while its kernel is idle and busy; JupyterLite ships neither, so
+# every lab asked for two files that were not there. Both are the app's own Jupyter icon.
+FAVICONS = ("static/favicons/favicon-notebook.ico", "static/favicons/favicon-busy-1.ico")
+
+
+def _favicons(site: Path) -> None:
+    """Put the icon the site holds (``notebooks/favicon.ico``) where the notebook app asks."""
+    for name in FAVICONS:
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(site / "notebooks" / "favicon.ico", site / name)
 
 
 def _build_config() -> dict:
