@@ -99,3 +99,42 @@ def run_all(page, *, timeout: float = 120) -> list[dict]:
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_function(ALL_RAN, timeout=timeout * 1000, polling=200)
     return page.evaluate(OUTPUTS)
+
+
+# Put new text in the lab's first code cell (its settings) and run every cell again; done when
+# the kernel is idle and every code cell ran again, or one ran into an error (Run All stops
+# there). Each code cell's outputs, as OUTPUTS gives them.
+RERUN = """async ([source]) => {
+    const widget = window.jupyterapp.shell.currentWidget;
+    const code = widget.content.widgets.filter(cell => cell.model.type === 'code');
+    const before = Math.max(0, ...code.map(cell => cell.model.executionCount || 0));
+    if (source !== null) code[0].model.sharedModel.setSource(source);
+    await window.jupyterapp.commands.execute('notebook:run-all-cells');
+    return before;
+}"""
+RERAN = """([before]) => {
+    const widget = window.jupyterapp.shell.currentWidget;
+    const code = widget.content.widgets.filter(cell => cell.model.type === 'code');
+    const again = cell => (cell.model.executionCount || 0) > before;
+    const failed = cell => again(cell)
+        && cell.model.outputs.toJSON().some(o => o.output_type === 'error');
+    return widget.sessionContext.session.kernel.status === 'idle'
+        && (code.every(again) || code.some(failed));
+}"""
+
+
+def first_code_source(page) -> str:
+    """The text of the open lab's first code cell."""
+    return page.evaluate(
+        """() => window.jupyterapp.shell.currentWidget.content.widgets
+            .filter(cell => cell.model.type === 'code')[0].model.sharedModel.getSource()"""
+    )
+
+
+def run_again(page, source: str | None = None, *, timeout: float = 120) -> tuple[list, float]:
+    """Run the open lab again, its first code cell's text replaced by ``source`` if given;
+    each code cell's outputs (see :data:`OUTPUTS`) and the seconds the run took."""
+    started = time.monotonic()
+    before = page.evaluate(RERUN, [source])
+    page.wait_for_function(RERAN, arg=[before], timeout=timeout * 1000, polling=100)
+    return page.evaluate(OUTPUTS), time.monotonic() - started
