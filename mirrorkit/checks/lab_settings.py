@@ -156,7 +156,7 @@ def slider(lab: str, name: str, value, *, low=None, high=None, call: str = "") -
         >>> slider("04_loss_scaling", "GROWTH", 2000, high=20, call="search(growth=2000)")
         Traceback (most recent call last):
         ...
-        ValueError: GROWTH must be an int from 1 to 20 (what the slider shows: call search(growth=2000) for more), got 2000: write GROWTH = 2.
+        ValueError: GROWTH must be an int from 1 to 20 (what the slider shows; search(growth=2000) takes any accepted value), got 2000: write GROWTH = 2.
     """  # noqa: E501 - a doctest's expected line
     known = setting(lab, name)
     value = known.check(value, name)
@@ -167,7 +167,9 @@ def slider(lab: str, name: str, value, *, low=None, high=None, call: str = "") -
         known.example,
         low,
         high,
-        f"what the slider shows; {call} takes any accepted value" if call else "the slider's",
+        f"what the slider shows; {call} takes any accepted value"
+        if call
+        else "what the slider shows",
         known.whole,
         None if low is not None else known.above,
     )
