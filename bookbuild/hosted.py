@@ -30,11 +30,10 @@ from bookbuild.environments import (
     optional_requirements,
 )
 from bookbuild.jobs import (
-    OTHER_JOBS_PARTS,
     OTHER_JOBS_SKIP,
     RUN_ALL_ELSEWHERE,
     Job,
-    checked_stage,
+    doctest_stage,
     suite_stages,
     weight,
 )
@@ -53,12 +52,18 @@ HOSTED_BASE = (
 )
 
 
-def hosted_job(*, shared: bool = False) -> Job:
+# The unit tests only. Of the chapters part, what executes a chapter (test_rerun.py) the hosted
+# execution has just done; the rest reads what the reference job built once (the HTML book and
+# the lab site's wheels: tests/book/test_build.py, tests/bookbuild/test_lite_wheels.py), which
+# no TensorFlow, Keras or ipywidgets version changes, and the python3.13 job reads it with this
+# job's Python. A stage of its own here cost a process, its TensorFlow and its collection.
+HOSTED_PARTS = ("unit tests",)
+
+
+def hosted_job() -> Job:
     """The hosted job: set-up, each chapter alone and its solutions, test tools, doctests, tests.
 
-    Args:
-        shared: Whether the reference job's build stage runs: its chapters stage then reads
-            what that stage built (:func:`bookbuild.jobs.suite_stages`).
+    It reads nothing the reference job builds (:data:`HOSTED_PARTS`), so it never waits for it.
 
     Example:
         >>> hosted_job().stages[1].name  # doctest: +SKIP
@@ -67,7 +72,7 @@ def hosted_job(*, shared: bool = False) -> Job:
     what = (
         f"Python {HOSTED_PYTHON}, colab.txt (Colab's TensorFlow, Keras, ipywidgets 7.7.1): each "
         "chapter alone, its set-up cell installing mirrorkit from a clone of this tree; "
-        "doctests, tests"
+        "doctests, unit tests"
     )
     interpreter, how = find_python(HOSTED_PYTHON)
     if interpreter is None:
@@ -93,14 +98,13 @@ def hosted_job(*, shared: bool = False) -> Job:
             weight=weight("hosted", "hosted execution"),
         ),
         Stage("hosted", tools, test_tools, after=("hosted execution",), kind="set-up", weight=60),
-        checked_stage("hosted", env, "doctests", "_doctests", after=tools),
+        doctest_stage("hosted", env, after=tools),
         *suite_stages(
             "hosted",
             env,
-            OTHER_JOBS_PARTS,
+            HOSTED_PARTS,
             after=tools,
             skip=f"{OTHER_JOBS_SKIP} or {RUN_ALL_ELSEWHERE}",  # execute_alone ran them
-            shared=shared,
         ),
     ]
     return Job(name="hosted", what=what, stages=stages, env=env)

@@ -54,7 +54,7 @@ def test_jobs(book: Env, only: set[str] | None = None, quick: bool = False) -> l
                 jobs.append(python_job(version, parts=("chapters",), shared=shared))
             elif version != reference:
                 jobs.append(python_job(version, shared=shared))
-        jobs.append(hosted_job(shared=shared))
+        jobs.append(hosted_job())
         jobs.append(gpu_job(book))  # NOT RUN, with nvidia-smi's answer, where no GPU is visible
     for job in jobs:
         if only is not None and job.name not in only:

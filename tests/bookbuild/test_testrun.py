@@ -3,9 +3,10 @@
 from bookbuild import hosted, tasks, testrun
 from bookbuild.checks import SUITE_PARTS
 from bookbuild.environments import HOSTED_PYTHON, Env, book_env
-from bookbuild.jobs import Job
+from bookbuild.jobs import BOOK_ENV_DOCTESTS, Job
 from bookbuild.lanes import Stage, run_stages
 from bookbuild.system import interpreter_version
+from bookbuild.timing import EXPECTED
 
 
 def test_every_task_the_jobs_start_exists(monkeypatch):
@@ -33,7 +34,8 @@ def test_every_job_runs_every_part_of_the_suite_it_can_and_quick_only_the_unit_t
         for stage in job.stages or ():
             reads = stage.kind in ("chapters", "grading", "browser")
             assert stage.needs == (("reference/build",) if reads else ()), stage.key
-    assert kinds["hosted"] == {"set-up", "hosted execution", "doctests", "unit tests", "chapters"}
+    # Its chapters part would read what the python3.13 job reads on the same Python.
+    assert kinds["hosted"] == {"set-up", "hosted execution", "doctests", "unit tests"}
     full = {"set-up", "doctests", "unit tests", "chapters"}
     # The gpu job runs its own checks where a GPU is visible (tests/bookbuild/test_gpu_job.py).
     assert jobs["gpu"].stages is None or kinds["gpu"] == {"set-up", "gpu checks"}
@@ -71,3 +73,27 @@ def test_a_job_that_cannot_run_is_reported_by_name(capsys, tmp_path, monkeypatch
     run_stages(failing.stages, lanes=1, logs=tmp_path, echo=False)
     assert testrun.summarize([failing], wall=1.0) == 1
     assert "hosted/set-up: FAILED: [dev] boom" in capsys.readouterr().out
+
+
+def test_only_the_reference_job_runs_the_doctests_of_what_the_books_environment_alone_runs(
+    monkeypatch,
+):
+    asked = {}
+    monkeypatch.setattr(Env, "dev", lambda self, task, *args, **kw: asked.update({task: args}))
+    jobs = testrun.test_jobs(book_env())
+    doctests = [s for job in jobs for s in job.stages or () if s.kind == "doctests"]
+    for stage in doctests:
+        stage.action()
+        args = asked["_doctests"]
+        deselected = {args[i + 1] for i, arg in enumerate(args) if arg == "--deselect"}
+        want = set() if stage.job == "reference" else set(BOOK_ENV_DOCTESTS)
+        assert deselected == want, stage.key
+    assert [s.job for s in doctests][0] == "reference"
+
+
+def test_the_stages_are_ordered_by_what_they_took_in_the_last_measured_run():
+    stages = [s for job in testrun.test_jobs(book_env()) for s in job.stages or ()]
+    unit = [s for s in stages if (s.job, s.kind) == ("hosted", "unit tests")]
+    assert unit and all(s.weight == EXPECTED["hosted", "unit tests"] / len(unit) for s in unit)
+    lint = next(s for s in stages if s.key == "reference/lint")
+    assert lint.weight == EXPECTED["reference", "lint"]
