@@ -1,23 +1,13 @@
 """One writer per checkpoint folder: a lease file naming the run that writes it, kept fresh.
 
-A run takes a folder's lease when one of its workers asks for the folder to write in
-(:meth:`mirrorkit.WorkerContext.write_dir`); every worker of that run, and their private
-copies below it, count as one writer. A run of another owner is refused while the lease is
-live, naming the holder (host, process, since when). The lease is the file ``LEASE_FILE`` in
-the folder (JSON: the holder's host, boot id, pid namespace, pid and process start time, its
-run, since when), written under an exclusive ``flock`` of ``LOCK_FILE``, so two runs that ask
-at the same moment cannot both win; its modification time is the heartbeat, renewed every
-:data:`HEARTBEAT_SECONDS` by each worker that holds it. A lease is stale, and is taken over
-with a :class:`FolderTakenOverWarning`, when its process is gone (checked only on the same
-host, boot and pid namespace, where a pid and its start time say who it is) or when its
-heartbeat is older than :data:`STALE_SECONDS` (everywhere else: another machine on a shared
-disk, another pid namespace). A run that ends gives its leases back (its owner deletes them).
+How a lease is taken, judged stale and given back: docs/design/cluster.md ("One writer per
+checkpoint folder").
 
 Example:
-    >>> import tempfile
+    >>> import os, tempfile
     >>> from mirrorkit.cluster import _lease
     >>> folder = tempfile.mkdtemp()
-    >>> _lease.take(folder)["pid"] == __import__("os").getpid()
+    >>> _lease.take(folder)["pid"] == os.getpid()
     True
     >>> _lease.holder_elsewhere(folder) is None  # this process holds it
     True
@@ -262,6 +252,8 @@ def release_run(run_dir: str | os.PathLike) -> list[str]:
             with contextlib.suppress(OSError):
                 os.unlink(line)
                 freed.append(line)
+            with contextlib.suppress(OSError):  # the folder as the run found it
+                os.unlink(folder / LOCK_FILE)
     return freed
 
 

@@ -137,3 +137,4 @@ def test_a_runs_workers_are_one_writer_and_the_owner_frees_the_lease(tmp_path, m
     (unfinished / "part-00000-of-00001.index").write_bytes(b"")
     assert _lease.release_run(run_dir) == [str(folder.resolve() / _lease.LEASE_FILE)]
     assert not (folder / _lease.LEASE_FILE).exists() and not unfinished.exists()
+    assert sorted(p.name for p in folder.iterdir()) == [".worker-1"]  # no lock file left
