@@ -69,7 +69,10 @@ def links_source(manifest: dict, chapter: dict) -> str:
         "browser). Came from the book? The chapter is still open in your first tab; it is "
         f"also, with its outputs, [on GitHub]({github}); "
         f"[open the chapter in Colab]({colab_url(manifest, chapter)}) "
-        "to run the real thing, with TensorFlow."
+        "to run the real thing, with TensorFlow. What you save stays in this browser; the "
+        "book's link opens the book's version and offers your copy. Working in your copy? "
+        f"The book's version is the file [{chapter['browser_lab_path'].name}]"
+        f"({chapter['browser_lab_path'].name})."
     )
 
 

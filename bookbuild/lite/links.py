@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 
 from bookbuild.cells import colab_url
-from bookbuild.lite.contents import chapters_with_labs, lab_url
+from bookbuild.lite.contents import chapters_with_labs
+from bookbuild.lite.launcher import launch_url
 
 LINK_CLASS = "mirrorbook-browser-lab"
 TEXT = "Run this chapter's idea in your browser"
@@ -41,7 +42,8 @@ def link_chapter_pages(html_folder: Path, manifest: dict) -> list[Path]:
     for chapter in chapters_with_labs(manifest):
         page = html_folder / Path(chapter["file"]).with_suffix(".html").name
         text = page.read_text(encoding="utf-8")
-        changed = _with_link(text, colab_url(manifest, chapter), lab_url(chapter))
+        lab = launch_url(chapter["browser_lab_path"].name)  # the book's version, a copy kept
+        changed = _with_link(text, colab_url(manifest, chapter), lab)
         if changed is None:
             raise SystemExit(f"[dev] {page.name} has no Colab link to put its lab's link under")
         page.write_text(changed, encoding="utf-8")

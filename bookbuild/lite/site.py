@@ -21,6 +21,7 @@ from pathlib import Path
 
 from bookbuild.lite.contents import SITE_FOLDER, write_contents
 from bookbuild.lite.downloads import KERNEL_WHEELS, SITE_WHEELS, pyodide_runtime, wheels
+from bookbuild.lite.launcher import write_launcher
 from bookbuild.lite.links import link_chapter_pages
 from bookbuild.lite.pyodide_lock import rewrite_lock
 from bookbuild.lite.wheels import build_wheels
@@ -36,6 +37,9 @@ CONFIG = {
         "appUrl": "./tree",
         "faviconUrl": "./tree/favicon.ico",
         "litePluginSettings": {KERNEL_PLUGIN: {"disablePyPIFallback": True}},
+        # A saved lab keeps its widgets' state, so a copy reopened shows them, not "Loading
+        # widget...", until its cells run again.
+        "settingsOverrides": {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}},
         # window.jupyterapp: the browser tests read the notebook and its kernel through it.
         "exposeAppInBrowser": True,
     },
@@ -101,6 +105,7 @@ def build_lite(html_folder: Path | None = None, manifest: dict | None = None) ->
             cwd=source,
         )
     _favicons(out)
+    write_launcher(out)
     link_chapter_pages(html_folder, manifest)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     say(f"browser labs built: {out} ({len(labs)} labs, {size / 1e6:.0f} MB)")
