@@ -30,6 +30,9 @@ from bookbuild.idle import IdleMeter
 from bookbuild.shell import cpu_counted, output_to, say
 
 INSTALLS = "set-up"  # the kind of stage that runs one at a time, outside the lanes
+# ... but while no other stage runs or can start (a run's beginning: every stage waits for a
+# set-up), this many: one install alone left a core idle for the first one's 1.5 minutes.
+INSTALLS_ALONE = 2
 # A spare lane opens while this many cores, on average over SPARE_WINDOW seconds after the
 # last stage started, stood idle: the stages' waits (cluster bounds, TensorFlow's threads)
 # leave a core free for another stage, and a busy machine gets none.
@@ -106,9 +109,9 @@ def run_stages(
     :data:`SPARE_IDLE` cores have stood idle over :data:`SPARE_WINDOW` seconds since the last
     start (``idle``: a :class:`bookbuild.idle.IdleMeter` by default).
 
-    Installs (kind ``set-up``) wait on downloads and the disk more than on the processors:
-    they run one at a time, beside the lanes, so the first environment is ready soonest and
-    the next one's install overlaps the first one's tests.
+    Installs (kind ``set-up``) run one at a time, beside the lanes, so the first environment
+    is ready soonest and the next one's install overlaps the first one's tests; while nothing
+    else runs or can start, :data:`INSTALLS_ALONE` of them run side by side.
 
     A stage whose predecessor failed does not run: its result says which one. Every stage's
     output goes to ``logs/<job>--<name>.log``; with ``echo``, the whole log is printed when
@@ -165,8 +168,9 @@ def run_stages(
                     waiting.remove(stage)
             ready = [s for s in waiting if all(by_key[k].result == "passed" for k in s.waits_for)]
             busy = [by_key[key] for key in running]
-            installing = any(s.kind == INSTALLS for s in busy)
             in_lanes = sum(s.kind != INSTALLS for s in busy)
+            alone = not in_lanes and all(s.kind == INSTALLS for s in ready)
+            installs = (INSTALLS_ALONE if alone else 1) - sum(s.kind == INSTALLS for s in busy)
             free = lanes - in_lanes
             cores = idle() if idle else None  # sampled every round, to span the window
             calm = time.monotonic() - last_start >= SPARE_WINDOW
@@ -174,9 +178,9 @@ def run_stages(
             free = 1 if opens else free
             for stage in sorted(ready, key=lambda s: -_path(s, stages)):
                 if stage.kind == INSTALLS:
-                    if installing:
+                    if installs <= 0:
                         continue
-                    installing = True
+                    installs -= 1
                 elif free > 0:
                     free -= 1
                     if opens:

@@ -73,6 +73,26 @@ def test_installs_run_one_at_a_time_beside_the_lanes(tmp_path):
     assert spans["d lint"][0] < installs[0][1]  # the lane's stage ran beside the first install
 
 
+def test_two_installs_run_side_by_side_while_nothing_else_can(tmp_path):
+    lock, spans = threading.Lock(), {}
+
+    def work(key, seconds):
+        def action():
+            start = time.monotonic()
+            time.sleep(seconds)
+            with lock:
+                spans[key] = (start, time.monotonic())
+
+        return action
+
+    stages = [Stage(job, "set-up", work(job, 0.3 if job == "a" else 0.1)) for job in "abc"]
+    stages += [Stage(job, "tests", work(f"{job} tests", 0.5), after=("set-up",)) for job in "ab"]
+    run_stages(stages, lanes=2, logs=tmp_path, echo=False)
+    assert spans["b"][0] < spans["a"][1]  # at the start, nothing else could run
+    # b's tests run from b's end on, so c's install waits for a's.
+    assert spans["c"][0] >= spans["a"][1] and spans["b tests"][0] < spans["c"][0]
+
+
 def test_a_failure_stops_what_waits_for_it_and_nothing_else(tmp_path):
     def fails():
         raise SystemExit("[dev] failed (1): pytest")
