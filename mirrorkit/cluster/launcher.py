@@ -63,7 +63,8 @@ class LocalCluster:
         seed: Seed each worker applies with :func:`mirrorkit.make_reproducible`.
         collective_timeout: Seconds each collective may take (TensorFlow's
             ``CommunicationOptions.timeout_seconds``); ``None`` for no limit.
-        echo: Print each worker's output here as it arrives, as ``[worker N] ...``.
+        echo: Print each worker's output here as it arrives, as ``[worker N] ...``; past 100
+            lines at once, 20 a second per worker, with a note of what was left out.
         env: Extra environment variables for the workers.
         grace_seconds: How long a stopped worker gets to end before SIGKILL.
         logical_devices: Split each worker's CPU into this many logical devices before
