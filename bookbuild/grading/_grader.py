@@ -14,6 +14,8 @@ import threading
 import time
 from pathlib import Path
 
+from bookbuild.grading import _by_export
+from bookbuild.grading._exports import judged_by_export
 from bookbuild.grading._result import ExerciseScore, Grade
 from bookbuild.grading.program import load_program
 from bookbuild.grading.sandbox import (
@@ -31,6 +33,14 @@ from bookbuild.grading.submission import read_answers
 # bounds a runaway. Each exercise also has its own limit (EXERCISE_LIMIT).
 TIMEOUT = 1200.0
 VARIANTS_TIMEOUT = 3600.0  # seconds for one run of every variant of a chapter (the tests)
+JUDGED_BY_EXPORT = (
+    "judged by export: the answers crossed as graphs to a judge that runs none of the "
+    "submission (docs/design/grading.md)"
+)
+JUDGED_BESIDE = (
+    "judged in the student's process: the checks ran beside the answers (docs/design/"
+    "grading.md says what that leaves open)"
+)
 EXERCISE_LIMIT = 300.0  # seconds one exercise's answer and check may take, at the least
 SIGNALS = {
     "SIGABRT": " (an abort: native code such as TensorFlow gave up)",
@@ -99,34 +109,21 @@ def grade(
     choices = choices or draw_choices(program)
     blank = {f"ex{k}": ExerciseScore(0.0, 1.0, "") for k in numbers}
     base = {"student": Path(submission).stem, "submission": Path(submission)}
-    base |= {"isolation": _isolation(), "choices": choices}
+    judged = JUDGED_BY_EXPORT if judged_by_export(program) else JUDGED_BESIDE
+    base |= {"isolation": f"{_isolation()}; {judged}", "choices": choices}
     answers, problem = read_answers(Path(submission), numbers)
     if problem:
         return Grade(status="error", scores=blank, detail=problem, **base)
     cases = {str(k): [[f"ex{k}", answers[k]]] for k in numbers}
-    deadline = started + timeout
-    charged: dict[int, str] = {}  # an exercise that ended its run: why
-    verdicts: dict = {}
-    for run, replicas in enumerate(choices["replicas"]):
-        remaining = [k for k in numbers if k not in charged]
-        while remaining:
-            job = _job(program, run, replicas, choices["seed"], cases, remaining)
-            status, detail, found, culprit = _one_run(job, deadline, timeout, limit)
-            if culprit is not None and culprit[0] not in remaining:  # a forged progress line
-                status, culprit = "tampered", None
-                detail = "a progress line named an exercise this run was not grading"
-            if culprit is None and status != "graded":
-                seconds = round(time.monotonic() - started, 1)
-                return Grade(status=status, scores=blank, detail=detail, seconds=seconds, **base)
-            for key, records in found.items():
-                verdicts.setdefault(key, []).extend(records)
-            done = {int(case[2:]) for (case,) in found}
-            if culprit is not None:
-                charged[culprit[0]] = (
-                    culprit[1] if run == 0 else f"at {replicas} replicas: {culprit[1]}"
-                )
-                done.add(culprit[0])
-            remaining = [k for k in remaining if k not in done] if culprit else []
+    folder = Path(lab.program).resolve().parent
+    lab_folder = folder.parent if folder.name == "autograder" else folder
+    hide = (lab_folder, Path(submission).resolve().parent)
+    plan = (program, choices, cases, started + timeout, limit, hide)
+    runs = _by_export_runs if judged is JUDGED_BY_EXPORT else _runs
+    verdicts, charged, failure = runs(*plan, timeout)
+    if failure is not None:
+        seconds = round(time.monotonic() - started, 1)
+        return Grade(status=failure[0], scores=blank, detail=failure[1], seconds=seconds, **base)
     seconds = round(time.monotonic() - started, 1)
     scores = {}
     for k in numbers:
@@ -137,10 +134,65 @@ def grade(
     return Grade(status="graded", scores=scores, detail=detail, seconds=seconds, **base)
 
 
-def _one_run(job: dict, deadline: float, timeout: float, limit: float):
+def _runs(program, choices, cases, deadline, limit, hide, timeout):
+    """Each replica count's runs, checks beside the answers: (verdicts, charged, failure)."""
+    charged: dict[int, str] = {}  # an exercise that ended its run: why
+    verdicts: dict = {}
+    for run, replicas in enumerate(choices["replicas"]):
+        remaining = [k for k in program["exercises"] if k not in charged]
+        while remaining:
+            job = _job(program, run, replicas, choices["seed"], cases, remaining)
+            status, detail, found, culprit = _one_run(job, deadline, timeout, limit, hide)
+            if culprit is not None and culprit[0] not in remaining:  # a forged progress line
+                status, culprit = "tampered", None
+                detail = "a progress line named an exercise this run was not grading"
+            if culprit is None and status != "graded":
+                return {}, {}, (status, detail)
+            for key, records in found.items():
+                verdicts.setdefault(key, []).extend(records)
+            done = {int(case[2:]) for (case,) in found}
+            if culprit is not None:
+                charged[culprit[0]] = _at(run, replicas, culprit[1])
+                done.add(culprit[0])
+            remaining = [k for k in remaining if k not in done] if culprit else []
+    return verdicts, charged, None
+
+
+def _by_export_runs(program, choices, cases, deadline, limit, hide, timeout):
+    """Each replica count: the student's process exports, the judge checks (_by_export)."""
+    charged: dict[int, str] = {}
+    verdicts: dict = {}
+    for run, replicas in enumerate(choices["replicas"]):
+        remaining = [k for k in program["exercises"] if k not in charged]
+        job = _job(program, run, replicas, choices["seed"], cases, remaining)
+        exports, more, failure = _by_export.student_side(job, deadline, limit, _culprit, hide)
+        if failure is not None:
+            return {}, {}, failure
+        charged |= {k: _at(run, replicas, why) for k, why in more.items()}
+        judged = [k for k in remaining if k not in more]
+        if not judged:
+            continue
+        job = _by_export.judge_job(
+            _job(program, run, replicas, choices["seed"], cases, judged), exports
+        )
+        left = deadline - time.monotonic()
+        outcome = run_sandboxed(job, left, hide=hide) if left > 0 else None
+        status, detail, found = _combine_runs([outcome], [run], [replicas], job["cases"], timeout)
+        if status != "graded":
+            return {}, {}, (status, f"the judge (no code of the submission runs there): {detail}")
+        for key, records in found.items():
+            verdicts.setdefault(key, []).extend(records)
+    return verdicts, charged, None
+
+
+def _at(run: int, replicas: int, why: str) -> str:
+    return why if run == 0 else f"at {replicas} replicas: {why}"
+
+
+def _one_run(job: dict, deadline: float, timeout: float, limit: float, hide=()):
     """(status, detail, verdicts, culprit) of one sandboxed run before the deadline."""
     left = deadline - time.monotonic()
-    outcome = run_sandboxed(job, left, exercise_limit=limit) if left > 0 else None
+    outcome = run_sandboxed(job, left, exercise_limit=limit, hide=hide) if left > 0 else None
     status, detail, found = _combine_runs(
         [outcome], [job["run"]], [job["replicas"]], job["cases"], timeout
     )
@@ -262,9 +314,19 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
     for index, (exercise, _, code) in enumerate(cases):
         jobs_cases.setdefault(str(exercise), []).append([index, code])
     outcomes: list = [None] * len(choices["replicas"])
+    problems: list[str] = []
+
+    by_export = judged_by_export(program)
 
     def one(run: int, replicas: int) -> None:
         job = _job(program, run, replicas, choices["seed"], jobs_cases)
+        if by_export:  # the student's process exports every case, then the judge checks
+            deadline = time.monotonic() + VARIANTS_TIMEOUT
+            exports, charged, failure = _by_export.student_side(job, deadline, None, _culprit)
+            if failure is not None or charged:
+                problems.append(f"at {replicas} replicas the export failed: {failure or charged}")
+                return
+            job = _by_export.judge_job(job, exports)
         outcomes[run] = run_sandboxed(job, VARIANTS_TIMEOUT)
 
     threads = [threading.Thread(target=one, args=a) for a in enumerate(choices["replicas"])]
@@ -272,6 +334,8 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
         thread.start()
     for thread in threads:
         thread.join()
+    if problems:
+        raise RuntimeError("; ".join(problems))
     status, detail, verdicts = _combine(outcomes, choices["replicas"], jobs_cases, VARIANTS_TIMEOUT)
     if status != "graded":
         logs = "\n".join(o.log[-3000:] for o in outcomes if o is not None)

@@ -151,14 +151,39 @@ class Runner:
         self.verify(f"chapter cell {step['cell']}")
 
     def step_answer(self, step: dict) -> None:
+        mode = self.job.get("mode", "run")
         before = dict(self.ns)
-        self.step_cell({"source": step["solution"], "cell": step["cell"]})
-        if str(step["exercise"]) in self.job["cases"]:  # the grader times each exercise
+        if mode != "export":  # the student's process never holds the key's solution
+            self.step_cell({"source": step["solution"], "cell": step["cell"]})
+        cases = self.job["cases"].get(str(step["exercise"]))
+        if cases is not None:  # the grader times each exercise
             self.out.write(kind="started", run=self.job["run"], exercise=step["exercise"])
         results = []
-        for case, source in self.job["cases"].get(str(step["exercise"]), []):
-            results.append((case, self.answer(step, before, source)))
-        self.pending[step["exercise"]] = results
+        for case, given in cases or []:
+            if mode == "judge":  # ``given``: what the student's process exported
+                results.append((case, _imported(step, given)))
+                continue
+            answer = self.answer(step, before, given)
+            if mode == "export":
+                self.export(step, case, answer)
+            results.append((case, answer))
+        self.pending[step["exercise"]] = [] if mode == "export" else results
+        if mode == "export" and cases is not None:
+            self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
+
+    def export(self, step: dict, case, answer) -> None:
+        """Write what a case's answer exported (the student's process: data, not verdicts)."""
+        line = {"kind": "export", "run": self.job["run"], "exercise": step["exercise"]}
+        if isinstance(answer, str):
+            self.out.write(**line, case=case, failed=answer)
+            return
+        try:
+            names = {n: _exports.export_value(v, self.job["replicas"]) for n, v in answer.items()}
+        except _exports.ExportError as error:
+            self.out.write(**line, case=case, failed=f"{', '.join(answer)}: {error}")
+            return
+        self.verify(f"the export of exercise {step['exercise']}")
+        self.out.write(**line, case=case, names=names)
 
     def answer(self, step: dict, before: dict, source):
         """Run one case's answer: its namespace, or the feedback that fails it."""
@@ -182,6 +207,8 @@ class Runner:
         return {n: ns[n] for n in step["asks"]}
 
     def step_check(self, step: dict) -> None:
+        if self.job.get("mode") == "export":
+            return  # checks run in the judge, never beside the answer
         tree = ast.parse(step["source"])
         setup = ast.Module(body=tree.body[:-1], type_ignores=[])
         exec(compile(setup, f"<check cell {step['cell']}>", "exec"), self.ns)
@@ -202,7 +229,7 @@ class Runner:
                 feedback=feedback,
                 seconds=round(time.monotonic() - started, 2),
             )
-        if str(step["exercise"]) in self.job["cases"]:
+        if str(step["exercise"]) in self.job["cases"] and self.job.get("mode") != "export":
             self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
 
     def check(self, step: dict, answer: dict, setup, final) -> tuple[bool, str]:
@@ -224,6 +251,23 @@ class Runner:
         if type(result) is not self.trusted["CheckResult"] or type(result.passed) is not bool:
             raise Tampered("the check returned something that is not a CheckResult")
         return result.passed, "" if result.passed else str(result.message)
+
+
+def _imported(step: dict, given) -> dict | str:
+    """A case's answer rebuilt from its export (the judge), or the feedback that fails it."""
+    if not isinstance(given, dict):
+        return MISSING
+    if "failed" in given:
+        return str(given["failed"])[:2000]
+    names = given.get("names")
+    if not isinstance(names, dict) or sorted(names) != sorted(step["asks"]):
+        return NOT_DEFINED.format(names=", ".join(step["asks"]), asks=", ".join(step["asks"]))
+    try:
+        return {name: _exports.import_value(names[name]) for name in step["asks"]}
+    except _exports.ExportError as error:
+        return str(error)
+    except Exception as error:  # noqa: BLE001 - a malformed graph: the answer's, not ours
+        return f"the exported answer could not be rebuilt: {type(error).__name__}: {error}"[:500]
 
 
 def _compiled(source: str, name: str):
@@ -336,7 +380,7 @@ def main() -> None:
     os._exit(0)
 
 
-from bookbuild.grading import _integrity, _verdicts  # noqa: E402
+from bookbuild.grading import _exports, _integrity, _verdicts  # noqa: E402
 
 if __name__ == "__main__":
     main()

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookbuild.grading import _verdicts
@@ -56,6 +56,7 @@ class Outcome:
     returncode: int | None = None
     exercise: int | None = None
     exercise_timed_out: bool = False
+    lines: list[dict] = field(default_factory=list)  # every line, sealed or not: untrusted
 
 
 class Progress:
@@ -138,8 +139,42 @@ def _mounts() -> list[str]:
     return lines
 
 
-def command(root: bool, user_ns: bool = True) -> list[str]:
+def _hidden(student: bool, hide) -> list[str]:
+    """Mounts that hide what the run must not read.
+
+    The folders named, and for the student's process the repository but for the code it runs
+    (mirrorkit, the widgets, bookbuild and an environment inside it), so the labs, the answer
+    keys and other students' files are gone. A folder that holds what the run needs (the
+    repository in a folder of submissions, say) is covered with only that kept.
+    """
+    lines: list[str] = []
+    held = [f"/run/lock/.keep{i}" for i in range(64)]  # beyond those _mounts() may take
+    root = RUNNER.parents[2]
+    code = [root / "mirrorkit", root / "bookbuild", root / "widgets"]
+    prefixes = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
+    needed = [p for p in (*code, *prefixes) if p.exists()] if student else [root, *prefixes]
+    tops = [root] if student else []
+    for folder in sorted({Path(h).resolve() for h in hide}):
+        private = any(folder.is_relative_to(p) for p in PRIVATE)
+        if folder.is_dir() and not private and not any(folder.is_relative_to(t) for t in tops):
+            tops.append(folder)
+    for top in sorted(tops, key=lambda t: len(t.parts)):
+        inside = [n for n in needed if n.is_relative_to(top) and n != top]
+        if any(top.is_relative_to(n) for n in needed):
+            continue  # the folder is itself needed: nothing to hide there
+        lines += _cover(str(top), "755" if inside else "700", inside, held)
+    return lines
+
+
+def command(root: bool, user_ns: bool = True, *, student: bool = False, hide=()) -> list[str]:
     """The command that starts the runner in the sandbox.
+
+    Args:
+        root: Whether the grader runs as root (then the run drops to user nobody).
+        user_ns: Whether an unprivileged user namespace can be made (when not root).
+        student: Whether the run is the student's process (grading by export): the
+            repository is hidden but for the code it runs.
+        hide: Folders the run must not see (the lab's, the submissions').
 
     Example:
         >>> command(True)[:3]
@@ -152,6 +187,7 @@ def command(root: bool, user_ns: bool = True) -> list[str]:
         mounts = _mounts()
     else:
         mounts = [f"mount -t tmpfs -o mode=1777 tmpfs {d}" for d in PRIVATE if Path(d).is_dir()]
+    mounts += _hidden(student, hide)
     drop = (
         ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs"]
         if root
@@ -199,7 +235,9 @@ def _environment() -> dict:
     }
 
 
-def run_sandboxed(job: dict, timeout: float, exercise_limit: float | None = None) -> Outcome:
+def run_sandboxed(
+    job: dict, timeout: float, exercise_limit: float | None = None, hide=()
+) -> Outcome:
     """Run the runner on one job in the sandbox and read its sealed records.
 
     Args:
@@ -207,6 +245,7 @@ def run_sandboxed(job: dict, timeout: float, exercise_limit: float | None = None
         timeout: Seconds before the whole sandbox is killed.
         exercise_limit: Seconds one exercise (its answer and its check) may take before the
             sandbox is killed and that exercise charged; None for no limit of its own.
+        hide: Folders the run must not see (see :func:`command`).
 
     Returns:
         The :class:`Outcome`.
@@ -218,7 +257,7 @@ def run_sandboxed(job: dict, timeout: float, exercise_limit: float | None = None
     job = dict(job, result_fd=result_write, token_fd=token_read, own_namespace=isolated)
     started = time.monotonic()
     process = subprocess.Popen(
-        command(root, isolated),
+        command(root, isolated, student=job.get("mode") == "export", hide=hide),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -254,9 +293,25 @@ def run_sandboxed(job: dict, timeout: float, exercise_limit: float | None = None
     records, problem = _verdicts.verify(lines, token)
     text = bytes(log[-4000:]).decode(errors="replace")
     seconds = time.monotonic() - started
+    every = [record for record in map(_parsed, lines) if isinstance(record, dict)]
     return Outcome(
-        records, problem, timed_out or over, seconds, text, returncode, progress.exercise, over
+        records,
+        problem,
+        timed_out or over,
+        seconds,
+        text,
+        returncode,
+        progress.exercise,
+        over,
+        every,
     )
+
+
+def _parsed(line: bytes):
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
 
 
 def _wait(process, deadline: float, progress: Progress, limit: float | None):

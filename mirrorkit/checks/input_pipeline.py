@@ -110,35 +110,15 @@ def check_input_pipeline(
     if preview.warnings:
         return CheckResult(False, preview.warnings[0])
     if is_function and preview.total_steps == 0:
-        return CheckResult(
-            False,
-            f"the function's dataset brings no step at all with {preview.num_replicas} "
-            f"replicas: it yields fewer examples than one step needs ({global_batch}). Shard "
-            "by context.num_input_pipelines (not by the number of replicas), and batch by "
-            f"context.get_per_replica_batch_size({global_batch}), one replica's share.",
-        )
+        return _no_step(preview.num_replicas, global_batch)
     if (verdict := _steps_verdict(preview.total_steps, repeats)) is not None:
         return verdict
     if is_function:
-        verdict = None  # (a failing CheckResult is falsy: compare with None)
-        if first_examples:
-            verdict = _function_beyond_first(source, first_examples, preview.num_replicas)
-        if verdict is None:
-            verdict = _probe_dataset_fn(source, global_batch, preview.num_replicas)
-        if verdict is not None:
-            return verdict
+        verdict = _function_verdict(source, global_batch, first_examples, preview.num_replicas)
     else:
-        if (verdict := _finite_needs_drop_remainder(source, "the dataset")) is not None:
-            return verdict
-        if first_examples and (verdict := _beyond_first(source, first_examples)) is not None:
-            return verdict
-        if global_batch is not None and preview.global_batch != global_batch:
-            return CheckResult(
-                False,
-                f"each step brings {preview.global_batch} examples, expected a global batch "
-                f"of {global_batch}: batch by the global batch (all replicas together), "
-                "not by one replica's share.",
-            )
+        verdict = _dataset_verdict(source, global_batch, first_examples, preview.global_batch)
+    if verdict is not None:
+        return verdict
     if per_replica_batch is not None and preview.per_replica_batch != per_replica_batch:
         return CheckResult(
             False,
@@ -174,6 +154,40 @@ def _beyond_first(dataset, first: int) -> CheckResult | None:
         "take after batch counts batches, not examples, and take after shard takes from "
         "each shard, so the workers would hold out different examples.",
     )
+
+
+def _no_step(replicas: int, global_batch: int) -> CheckResult:
+    return CheckResult(
+        False,
+        f"the function's dataset brings no step at all with {replicas} "
+        f"replicas: it yields fewer examples than one step needs ({global_batch}). Shard "
+        "by context.num_input_pipelines (not by the number of replicas), and batch by "
+        f"context.get_per_replica_batch_size({global_batch}), one replica's share.",
+    )
+
+
+def _function_verdict(fn, global_batch: int, first: int | None, replicas: int):
+    """What is wrong with a dataset function, if anything (a failing CheckResult is falsy)."""
+    verdict = _function_beyond_first(fn, first, replicas) if first else None
+    if verdict is None:
+        verdict = _probe_dataset_fn(fn, global_batch, replicas)
+    return verdict
+
+
+def _dataset_verdict(dataset, global_batch: int | None, first: int | None, brought: int):
+    """What is wrong with a batched dataset, if anything."""
+    if (verdict := _finite_needs_drop_remainder(dataset, "the dataset")) is not None:
+        return verdict
+    if first and (verdict := _beyond_first(dataset, first)) is not None:
+        return verdict
+    if global_batch is not None and brought != global_batch:
+        return CheckResult(
+            False,
+            f"each step brings {brought} examples, expected a global batch "
+            f"of {global_batch}: batch by the global batch (all replicas together), "
+            "not by one replica's share.",
+        )
+    return None
 
 
 def _function_beyond_first(fn, first: int, replicas: int) -> CheckResult | None:

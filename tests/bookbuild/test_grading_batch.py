@@ -194,6 +194,17 @@ def test_grade_command_prints_writes_and_fails_when_a_row_was_not_graded(tmp_pat
     assert f"- replica counts: {again[0]}, {again[1]}; seed: 5" in text
 
 
+def test_grading_refuses_without_a_sandbox_unless_told_unisolated(tmp_path, capsys):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    write(folder, "ada.ipynb", "print(1)")
+    args = ["3", str(folder), "--out", str(tmp_path / "out")]
+    kit = {"grade_one": run_program, "labs": tmp_path / "labs", "build": Builds()}
+    with pytest.raises(SystemExit, match="--unisolated"):
+        grade_command(args, **kit, can_isolate=lambda: False)
+    assert grade_command([*args, "--unisolated"], **kit, can_isolate=lambda: False) == 0
+
+
 @pytest.mark.grading
 def test_real_submissions_of_a_small_lab_are_graded_side_by_side_in_order(tmp_path):
     # The sandboxed runner grades each (tests/bookbuild/grading_lab.py: two exercises).

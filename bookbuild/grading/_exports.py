@@ -1,0 +1,217 @@
+"""Answers that cross from the student's process to the judge as data: tf.data graphs.
+
+Where an exercise's answer is a dataset or a dataset function (its check is one of
+:data:`EXPORTED_CHECKS`), the student's process (the runner in ``export`` mode) serializes
+it: a dataset as its graph (``GraphDef``) and element structure, a dataset function as one
+such graph per ``tf.distribute.InputContext`` the check asks for (:func:`contexts`). The
+judge (the runner in ``judge`` mode, which runs no code from the submission) rebuilds them
+with ``DatasetFromGraph`` only when every operation of the graph, its function library
+(map, filter and control-flow bodies) included, is in :data:`ALLOWED_OPS`: no Python
+callbacks (``PyFunc``, ``EagerPyFunc``), no file or checkpoint access (``ReadFile``,
+``WriteFile``, ``SaveV2``, ``RestoreV2``, ``MatchingFiles``, file-reading datasets).
+
+Example:
+    >>> check_function("x = 1\\nmk.check_input_pipeline(train, strategy)")
+    'check_input_pipeline'
+    >>> contexts(4)[:3]
+    [(1, 0, 1), (1, 0, 2), (1, 0, 4)]
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+
+from bookbuild.grading import _graph_filters
+
+EXPORTED_CHECKS = frozenset({"check_input_pipeline"})
+MAX_GRAPH_BYTES = 1 << 20  # one exported graph; the results channel caps the whole run
+
+_DATASETS = {
+    "AssertCardinalityDataset", "BatchDatasetV2", "CacheDatasetV2?", "ConcatenateDataset",
+    "DirectedInterleaveDataset", "FilterDataset", "FinalizeDataset", "FlatMapDataset",
+    "InterleaveDataset", "MapDataset", "MaxIntraOpParallelismDataset", "ModelDataset",
+    "OptionsDataset", "PaddedBatchDatasetV2", "ParallelBatchDataset", "ParallelFilterDataset",
+    "ParallelInterleaveDatasetV4", "ParallelMapDatasetV2", "PrefetchDataset",
+    "PrivateThreadPoolDataset", "RangeDataset", "RebatchDatasetV2", "RepeatDataset",
+    "ScanDataset", "ShardDataset", "ShuffleAndRepeatDatasetV2", "ShuffleDatasetV2",
+    "ShuffleDatasetV3", "SkipDataset", "SlidingWindowDataset", "TakeDataset",
+    "TakeWhileDataset", "TensorDataset", "TensorSliceDataset", "UnbatchDataset",
+    "WindowDataset", "ZipDataset", "DummySeedGenerator", "AnonymousSeedGenerator",
+    "DummyMemoryCache",
+}  # fmt: skip
+_ELEMENTS = {
+    "_Arg", "_Retval", "Abs", "Add", "AddV2", "All", "Any", "ArgMax", "ArgMin", "Assert",
+    "BroadcastTo", "Cast", "Ceil", "ConcatV2", "Const", "Cumsum", "Div", "DivNoNan", "Equal",
+    "ExpandDims", "Fill", "Floor", "FloorDiv", "FloorMod", "GatherV2", "Greater",
+    "GreaterEqual", "Identity", "IdentityN", "If", "Less", "LessEqual", "LogicalAnd",
+    "LogicalNot", "LogicalOr", "MatMul", "Max", "Maximum", "Mean", "Min", "Minimum", "Mod",
+    "Mul", "Neg", "NoOp", "NotEqual", "OneHot", "OnesLike", "Pack", "Pow", "Prod", "Range",
+    "Rank", "RealDiv", "Reshape", "Round", "Select", "SelectV2", "Shape", "Sign", "Size",
+    "Slice", "Sqrt", "Square", "Squeeze", "StatelessIf", "StatelessRandomNormalV2",
+    "StatelessRandomUniformV2", "StatelessWhile", "StopGradient", "StridedSlice", "Sub",
+    "Sum", "Tile", "Transpose", "TruncateDiv", "Unpack", "Where", "While", "ZerosLike",
+}  # fmt: skip
+ALLOWED_OPS = frozenset(op for op in _DATASETS | _ELEMENTS if not op.endswith("?"))
+
+
+class ExportError(Exception):
+    """An answer that cannot cross, with the sentence its feedback shows."""
+
+
+def check_function(source: str) -> str | None:
+    """The ``mk.check_...`` function a check cell calls last, or None."""
+    calls = [
+        node.func.attr
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    ]
+    return next((name for name in reversed(calls) if name.startswith("check_")), None)
+
+
+def judged_by_export(program: dict) -> bool:
+    """Whether every exercise of the program is checked on exported graphs.
+
+    Example:
+        >>> judged_by_export({"steps": [{"kind": "check", "source": "mk.check_mirrored(c)"}]})
+        False
+    """
+    checks = [s for s in program["steps"] if s["kind"] == "check"]
+    return bool(checks) and all(check_function(s["source"]) in EXPORTED_CHECKS for s in checks)
+
+
+def contexts(replicas: int) -> list[tuple[int, int, int]]:
+    """The ``(pipelines, pipeline id, replicas)`` a dataset function is exported for."""
+    counts = sorted({1, 2, replicas, max(replicas, 2)})
+    return [(p, i, r) for p in (1, 2) for r in counts for i in range(p)]
+
+
+def export_value(value, replicas: int) -> dict:
+    """Serialize one asked name's value (in the student's process).
+
+    Raises:
+        ExportError: If it is neither a dataset, a dataset function nor ``...``.
+    """
+    import tensorflow as tf
+
+    if value is Ellipsis:
+        return {"kind": "ellipsis"}
+    if isinstance(value, tf.data.Dataset):
+        return {"kind": "dataset", **_graph(value)}
+    if callable(value):
+        made = []
+        for key in contexts(replicas):
+            try:
+                made.append([*key, _graph(value(tf.distribute.InputContext(*key)))])
+            except Exception as error:  # noqa: BLE001 - the learner's function: its feedback
+                made.append([*key, {"error": f"{type(error).__name__}: {error}"[:500]}])
+        return {"kind": "dataset_fn", "contexts": made}
+    raise ExportError(
+        f"it is a {type(value).__name__}, not a tf.data.Dataset or a dataset function: the "
+        "exercise asks for a dataset"
+    )
+
+
+def _graph(dataset) -> dict:
+    import tensorflow as tf
+    from tensorflow.python.saved_model import nested_structure_coder
+
+    if not isinstance(dataset, tf.data.Dataset):
+        raise TypeError(f"the function returned a {type(dataset).__name__}, not a dataset")
+    policy = tf.data.experimental.ExternalStatePolicy.FAIL
+    graph = dataset._as_serialized_graph(external_state_policy=policy).numpy()
+    if len(graph) > MAX_GRAPH_BYTES:
+        raise ExportError(f"its graph takes {len(graph)} bytes, over {MAX_GRAPH_BYTES}")
+    spec = nested_structure_coder.encode_structure(dataset.element_spec).SerializeToString()
+    return {"graph": _text(graph), "spec": _text(spec)}
+
+
+def refused_ops(graph: bytes) -> list[str]:
+    """The operations of a serialized ``GraphDef`` (its function library too) not allowed.
+
+    Example:
+        >>> from tensorflow.core.framework import graph_pb2
+        >>> g = graph_pb2.GraphDef()
+        >>> g.node.add(name="a", op="Const").CopyFrom(g.node[0])
+        >>> g.library.function.add().node_def.add(name="w", op="WriteFile")
+        name: "w"
+        op: "WriteFile"
+        <BLANKLINE>
+        >>> refused_ops(g.SerializeToString())
+        ['WriteFile']
+    """
+    from tensorflow.core.framework import graph_pb2
+
+    parsed = graph_pb2.GraphDef()
+    parsed.ParseFromString(graph)
+    ops = {node.op for node in parsed.node}
+    ops |= {node.op for f in parsed.library.function for node in f.node_def}
+    return sorted(ops - ALLOWED_OPS)
+
+
+def import_value(record: dict):
+    """Rebuild one exported value (in the judge), from allow-listed graphs only.
+
+    Raises:
+        ExportError: If the record is malformed or a graph uses a refused operation.
+    """
+    kind = record.get("kind") if isinstance(record, dict) else None
+    if kind == "ellipsis":
+        return Ellipsis
+    if kind == "dataset":
+        return _dataset(record)
+    if kind == "dataset_fn" and isinstance(record.get("contexts"), list):
+        table = {}
+        for entry in record["contexts"]:
+            key, made = tuple(entry[:3]), entry[3]
+            table[key] = made.get("error") or _dataset(made)
+        return _ExportedFunction(table)
+    raise ExportError("the exported answer is not one the grader reads")
+
+
+def _dataset(record: dict):
+    import tensorflow as tf
+    from tensorflow.core.protobuf import struct_pb2
+    from tensorflow.python.saved_model import nested_structure_coder
+
+    try:
+        graph, spec = _bytes(record["graph"]), _bytes(record["spec"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise ExportError("the exported dataset is incomplete") from error
+    refused = refused_ops(graph)
+    if refused:
+        raise ExportError(
+            f"your dataset uses operations the grader does not run: {', '.join(refused[:5])} "
+            "(a Python function, or reading or writing files): build it from tf.data and "
+            "TensorFlow operations on the examples given"
+        )
+    proto = struct_pb2.StructuredValue()
+    proto.ParseFromString(spec)
+    structure = nested_structure_coder.decode_proto(proto)
+    variant = tf.raw_ops.DatasetFromGraph(graph_def=graph)
+    dataset = tf.data.experimental.from_variant(variant, structure=structure)
+    return _graph_filters.with_filter_probe(dataset, graph, structure)
+
+
+class _ExportedFunction:
+    """A dataset function rebuilt from its exported contexts: it runs no learner code."""
+
+    def __init__(self, table: dict) -> None:
+        self._table = table
+
+    def __call__(self, context):
+        key = (context.num_input_pipelines, context.input_pipeline_id)
+        made = self._table.get((*key, context.num_replicas_in_sync))
+        if made is None:
+            raise ValueError(f"no dataset was exported for the input context {key}")
+        if isinstance(made, str):
+            raise RuntimeError(made)  # the learner's function failed in this context
+        return made
+
+
+def _text(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _bytes(text: str) -> bytes:
+    return base64.b64decode(text.encode(), validate=True)
