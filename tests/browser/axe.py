@@ -70,6 +70,7 @@ RUN = """async ([tags, ours]) => {
         const el = element(n.target);
         return {rule: v.id, impact: n.impact || v.impact, target: JSON.stringify(n.target),
                 html: n.html.slice(0, 300), ours: !!(el && el.closest(ours)),
+                snapshot: !!(el && el.closest('.mw-snapshot')),
                 summary: (n.failureSummary || '').slice(0, 300)};
     }));
 }"""
@@ -84,6 +85,7 @@ class Finding:
     target: str
     html: str
     ours: bool
+    snapshot: bool  # inside a widget's static snapshot
     summary: str
 
     def __str__(self) -> str:
@@ -150,17 +152,30 @@ def audit(page, ours: str, where: str) -> list[Finding]:
 def record(where: str, found: list[Finding]) -> None:
     """Write the counts by rule (ours and upstream apart) and the nodes to ARTIFACTS."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    counts = Counter(f"{f.rule} {f.impact} {'ours' if f.ours else 'upstream'}" for f in found)
+    counts = Counter(f"{f.rule} {f.impact} {_owner(f)}" for f in found)
     summary = {"axe": AXE_VERSION, "counts": dict(sorted(counts.items()))}
     summary["nodes"] = [asdict(f) for f in found]
     name = re.sub(r"[^\w.-]+", "_", where)
     (ARTIFACTS / f"{name}.json").write_text(json.dumps(summary, indent=1))
 
 
+def note(where: str, text: str) -> None:
+    """Keep a line about a keyboard walk in ARTIFACTS (``<where>.txt``), for the report."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / f"{where}.txt").write_text(text + "\n")
+
+
+def _owner(finding: Finding) -> str:
+    if not finding.ours:
+        return "upstream"
+    return "ours (snapshot)" if finding.snapshot else "ours"
+
+
 def documented_rules() -> set[str]:
-    """The axe rules docs/accessibility.md lists as upstream (in backquotes)."""
+    """The axe rules docs/accessibility.md lists as upstream (its table's first column)."""
     text = STATEMENT.read_text() if STATEMENT.is_file() else ""
-    return set(re.findall(r"`([a-z0-9-]+)`", text))
+    upstream = text.partition("## Upstream violations")[2].partition("\n## ")[0]
+    return set(re.findall(r"^\| `([a-z0-9-]+)`", upstream, re.M))
 
 
 def problems(found: list[Finding]) -> list[str]:
@@ -171,3 +186,60 @@ def problems(found: list[Finding]) -> list[str]:
     ours = [str(f) for f in blocking if f.ours]
     unlisted = sorted({f.rule for f in blocking if not f.ours and f.rule not in listed})
     return ours + [f"upstream {rule}: not listed in {STATEMENT.name}" for rule in unlisted]
+
+
+# The element that has the keyboard focus: its name as a screen reader gets it (roughly:
+# aria-label, its <label>, its text, its title), and its focus ring, where ``ring`` (a CSS
+# selector, for a control drawn by another element) or else the element itself draws it,
+# with the colour behind it (the first ancestor with an opaque background; white if none).
+FOCUSED = """ring => {
+    const el = document.activeElement;
+    const label = el.labels && el.labels.length ? el.labels[0].textContent : '';
+    const name = el.getAttribute('aria-label') || label || el.textContent || el.title || '';
+    const drawn = ring ? [...document.querySelectorAll(ring)].find(e => e.offsetParent) : el;
+    const css = getComputedStyle(drawn);
+    let node = drawn.parentElement, background = 'rgb(255, 255, 255)';
+    for (; node; node = node.parentElement) {
+        const colour = getComputedStyle(node).backgroundColor;
+        if (!/^rgba\\(.*, 0\\)$|^transparent$/.test(colour)) { background = colour; break; }
+    }
+    return {tag: el.tagName.toLowerCase(), name: name.replace(/\\s+/g, ' ').trim(),
+            width: parseFloat(css.outlineWidth) || 0, style: css.outlineStyle,
+            colour: css.outlineColor, background};
+}"""
+
+
+def focused(page, ring: str | None = None) -> dict:
+    """What has the keyboard focus, its name and its focus ring (see FOCUSED)."""
+    return page.evaluate(FOCUSED, ring)
+
+
+def _channels(css_colour: str) -> tuple[float, ...]:
+    return tuple(float(v) for v in re.findall(r"[\d.]+", css_colour)[:3])
+
+
+def contrast(css_a: str, css_b: str) -> float:
+    """WCAG 2's contrast ratio of two computed CSS colours (``rgb(r, g, b)``)."""
+
+    def luminance(css: str) -> float:
+        linear = [
+            c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+            for c in (v / 255 for v in _channels(css))
+        ]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    high, low = sorted((luminance(css_a), luminance(css_b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def ring_problems(seen: dict) -> list[str]:
+    """What is wrong with a focus ring: under 2 px, none, or under 3:1 against its page."""
+    if seen["style"] == "none" or seen["width"] < 2:
+        return [f"{seen['tag']} {seen['name']!r}: focus ring {seen['width']} px {seen['style']}"]
+    ratio = contrast(seen["colour"], seen["background"])
+    if ratio < 3:
+        return [
+            f"{seen['tag']} {seen['name']!r}: focus ring {seen['colour']} on "
+            f"{seen['background']}: {ratio:.2f}:1"
+        ]
+    return []

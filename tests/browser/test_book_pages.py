@@ -1,4 +1,5 @@
-"""Open every page of the built book in Chromium, offline: no errors, and output lines wrap."""
+"""Open every page of the built book in Chromium, offline: no errors, output lines wrap, and
+axe-core finds no critical or serious violation in the book's own markup on any page."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import test_jupyterlab as lab_test
+from tests.browser import axe, test_jupyterlab as lab_test
 from tests.browser.lite_page import serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
@@ -127,6 +128,8 @@ def test_every_page_works_offline_without_errors(book_html, book_server, browser
             mode = page.evaluate("() => ({...document.documentElement.dataset})")
             if mode.get("mode") != "auto" or mode.get("theme") not in ("light", "dark"):
                 problems.append(f"colour mode not set: <html> data {mode}")
+            # Accessibility, in the page already open: axe on the whole document.
+            problems += axe.problems(axe.audit(page, axe.BOOK, f"book-{Path(name).stem}"))
             report += [f"{name}: {problem}" for problem in problems]
     assert not report, "\n".join(report)
 
@@ -189,6 +192,38 @@ def test_the_all_reduce_stepper_steps_in_the_built_book(book_html, book_server, 
         assert "reduce-scatter" in stepper.locator(".mws-frame:visible .mws-what").inner_text()
         stepper.locator(".mws-frame:visible .mws-prev").click()
         assert shown() == 2
+        _walk_the_stepper_by_keyboard(page, shown)
         lab_test.ARTIFACTS.mkdir(parents=True, exist_ok=True)
         stepper.screenshot(path=str(lab_test.ARTIFACTS / "stepper_book.png"))
         assert not problems, "\n".join(problems)
+
+
+TAB_LIMIT = 400  # presses of Tab from the top of the page: the stepper must come before
+
+
+def _walk_the_stepper_by_keyboard(page, shown) -> None:
+    """From the top of the page, Tab alone reaches the stepper's step group; the arrow keys
+    step it, and the shown step's navigation bar carries a focus ring of 2 px at 3:1."""
+    # The walk starts where a reader's does: the top of the document.
+    page.evaluate("() => { const b = document.body; b.tabIndex = -1; b.focus(); }")
+    presses = 0
+    while not page.evaluate("() => document.activeElement.classList.contains('mws-radio')"):
+        presses += 1
+        assert presses <= TAB_LIMIT, f"{TAB_LIMIT} presses of Tab never reached the stepper"
+        page.keyboard.press("Tab")
+    seen = axe.focused(page, f"{STEPPER} .mws-nav")
+    assert seen["name"].startswith("step 2"), seen  # the checked step: the group's stop
+    assert not axe.ring_problems(seen), axe.ring_problems(seen)
+    page.keyboard.press("ArrowRight")
+    assert shown() == 3
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    assert shown() == 1
+    assert axe.focused(page)["name"].startswith("step 1")
+    page.keyboard.press("Tab")  # and out again: the group is one stop
+    assert not page.evaluate("() => document.activeElement.classList.contains('mws-radio')")
+    axe.note(
+        "keyboard-book-stepper",
+        f"{presses} presses of Tab reach the step group; "
+        "ArrowRight 2->3, ArrowLeft twice 3->1, Tab leaves the group; ring " + str(seen),
+    )

@@ -46,6 +46,31 @@ CELLS = [
     "before, after = strategy.run(step)\n"
     "ReplicaGrid(before, after)",
     "TopologyDiagram(strategy)",
+    # The widgets with controls or a changing state, live; then every one's snapshot.
+    "import mirrorwidgets as mw\n"
+    "from mirrorkit.measure.benchmark import AllReduceBenchmark, record_from_times\n"
+    "from mirrorwidgets._snapshot import displayed\n"
+    "def grads():\n"
+    "    r = tf.distribute.get_replica_context().replica_id_in_sync_group\n"
+    "    return tf.range(12, dtype=tf.float32) * tf.cast(r + 1, tf.float32)\n"
+    "records = [record_from_times(a, n, b, [1e-6 * n * b ** 0.5], 5e9)\n"
+    "           for a in ('collective', 'one_device') for n in (2, 4) for b in (4096, 65536)]\n"
+    "hook = mw.LiveTrainingHook(min_interval=0.0, budget=1.0)\n"
+    "hook.step(strategy.run(lambda: tf.cast(\n"
+    "    tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32) + 1.0))\n"
+    "live = dict(\n"
+    "    stepper=mw.AllReduceStepper(mk.replay_all_reduce(strategy, strategy.run(grads)),\n"
+    "                                play_interval=100),\n"
+    "    topology=mw.TopologyDiagram(strategy).widget(),\n"
+    "    chart=mw.AllReduceChart(AllReduceBenchmark(tuple(records), copy_bandwidth=5e9)),\n"
+    "    cluster=mw.ClusterView(2, addresses=['127.0.0.1:2222', '127.0.0.1:2223']),\n"
+    "    live=hook.view,\n"
+    ")\n"
+    "for name, widget in live.items():\n"
+    "    widget.add_class(f'mwt-{name}')\n"
+    "    display(widget)\n"
+    "for widget in live.values():\n"
+    "    display({'text/html': displayed(widget.snapshot_html())}, raw=True)",
     "print('all cells ran')",
 ]
 
@@ -292,19 +317,54 @@ def test_widgets_render_four_replicas_in_jupyterlab(browser_tools, jupyterlab):
             ).screenshot(path=str(ARTIFACTS / "replica_grid.png"))
 
             # TopologyDiagram: an SVG with the four replicas and the ring's four steps.
-            svg = page.locator(".jp-OutputArea-output svg").filter(
+            svg = page.locator(".jp-OutputArea-output > .mw-topology svg").filter(
                 has_text="all-reduce: collective"
             )
-            assert svg.count() == 1
+            assert svg.count() == 2  # the diagram, and the topology widget's snapshot
             texts = svg.first.locator("text").evaluate_all("els => els.map(e => e.textContent)")
             for i in range(4):
                 assert f"replica {i}" in texts
                 assert f"CPU:{i}" in texts
             assert texts.count("reduce") == 4  # ring: 0->1->2->3->0
             svg.first.screenshot(path=str(ARTIFACTS / "topology_diagram.png"))
+            _check_accessibility(page)
         finally:
             browser.close()
     assert time.monotonic() - started < 180, "browser test took longer than 3 minutes"
+
+
+def _check_accessibility(page) -> None:
+    """Keyboard-only walks through the live widgets, then axe on the whole page (JupyterLab,
+    the live widgets and their snapshots), in the page the test already has."""
+    from playwright.sync_api import expect
+
+    from tests.browser import axe, keyboard
+
+    expect.set_options(timeout=20_000)
+    try:
+        root = {n: page.locator(f".mwt-{n}") for n in ("stepper", "topology", "chart")}
+        walks = keyboard.walk_stepper(page, root["stepper"], expect, "Enter")
+        walks += keyboard.walk_buttons(
+            page,
+            root["chart"],
+            expect,
+            ["every replica count", "2 replicas"],
+            "Space",
+            "2 replicas",
+        )
+        walks += keyboard.walk_buttons(
+            page,
+            root["topology"],
+            expect,
+            ["collective", "one_device", "hierarchical_copy"],
+            "Enter",
+            "all-reduce: hierarchical_copy",
+        )
+    finally:
+        expect.set_options(timeout=None)
+    axe.note("keyboard-jupyterlab", "\n".join(walks))
+    found = axe.audit(page, axe.WIDGETS, "jupyterlab")
+    assert not axe.problems(found), "\n".join(axe.problems(found))
 
 
 @contextlib.contextmanager

@@ -5,8 +5,9 @@ Colab preinstalls ipywidgets 7.7.1 with widgetsnbextension 3.6.10 and Notebook 6
 (token on, 127.0.0.1) runs one notebook that builds every public widget from real values on
 four simulated replicas; each must draw its live view (the widget manager's
 ``.jupyter-widgets-view`` output, not the ``text/html`` snapshot beside it in the bundle) and
-react to one interaction: a click or a menu in the page where the widget has a control (the
-kernel must then see the new value), else a change made from the kernel.
+react to one interaction: a click in the page where the widget has a control (the kernel must
+then see the new value), else a change made from the kernel. The stepper is also walked by
+keyboard alone, and axe-core checks the whole page (tests/browser/axe.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import test_jupyterlab as lab_test
+from tests.browser import axe, keyboard, test_jupyterlab as lab_test
 from tests.browser.test_book_pages import offline_page
 
 pytestmark = pytest.mark.browser_classic
@@ -289,16 +290,19 @@ def _check_widgets(page, versions: dict[str, str], expect) -> None:
     expect(timeline.locator("g.mw-bar")).to_have_count(2)
     expect(live.locator(".mw-live")).to_contain_text("step 1")
 
-    # The controls, in the page.
-    stepper.locator("button.mws-next").click()
-    expect(stepper.locator(".mws-view .mws-frame")).to_have_attribute("data-step", "1")
-    expect(stepper.locator(".widget-readout")).to_have_text("1")
-    topology.locator("select").select_option("one_device")
+    # The stepper by keyboard alone (it plays to the last step), then the controls by mouse.
+    walk = keyboard.walk_stepper(page, stepper, expect, "Space")
+    axe.note("keyboard-notebook6", "\n".join(walk))
+    expect(stepper.locator(".mws-view .mws-frame")).to_have_attribute("data-step", "6")
+    stepper.locator("button.mws-previous").click()
+    expect(stepper.locator(".mws-view .mws-frame")).to_have_attribute("data-step", "5")
+    expect(stepper.locator(keyboard.STATUS)).to_contain_text("step 5 of 6")
+    topology.locator("button", has_text="one_device").click()
     expect(title).to_have_text("all-reduce: one_device (this strategy uses collective)")
-    chart.locator("select").select_option(label="2 replicas")
+    chart.locator("button", has_text="2 replicas").click()
     expect(chart.locator('svg [data-replicas="4"]')).to_have_count(0)
     expect(chart.locator('svg [data-replicas="2"]').first).to_be_attached()
-    chart.locator("button.widget-toggle-button").click()
+    chart.locator("button", has_text="table").click()
     expect(chart.locator("table.mw-table")).to_have_count(0)
 
     # The kernel's changes, in the page.
@@ -317,6 +321,10 @@ def _check_widgets(page, versions: dict[str, str], expect) -> None:
     # The kernel saw the clicks and menus; a snapshot, where one is drawn, is text/html.
     _run(page, 3)
     last = page.locator(".cell").nth(3)
-    expect(last.locator(".output_stdout")).to_have_text("kernel sees 1 one_device 2 False\n")
+    expect(last.locator(".output_stdout")).to_have_text("kernel sees 5 one_device 2 False\n")
     expect(last.locator(f"{SNAPSHOT} .mw-snapshot")).to_have_count(1)
     assert last.locator(".jupyter-widgets-view").count() == 0
+
+    # axe on the whole page: Notebook 6, every live widget, and the snapshot.
+    found = axe.audit(page, axe.WIDGETS, "notebook6")
+    assert not axe.problems(found), "\n".join(axe.problems(found))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 
@@ -75,8 +76,8 @@ def _live_frame(stepper) -> str:
 
 
 def _controls(stepper):
-    play, previous, slider, next_ = stepper.children[1].children
-    return play, previous, slider, next_
+    play, previous, next_ = stepper.children[1].children
+    return play, previous, next_
 
 
 def test_every_step_shows_the_replays_buffers_and_holders(ring):
@@ -134,30 +135,46 @@ def test_values_shown_sets_how_many_numbers_a_cell_shows(strategy):
     assert "the first 1 numbers" in _live_frame(stepper)
 
 
-def test_buttons_and_slider_move_the_step_and_redraw(ring):
+def test_buttons_move_the_step_redraw_and_announce_it(ring):
     stepper = AllReduceStepper(ring)
-    play, previous, slider, next_ = _controls(stepper)
-    assert (slider.min, slider.max, play.min, play.max) == (0, 6, 0, 6)
+    play, previous, next_ = _controls(stepper)
+    assert [b.description for b in (play, previous, next_)] == ["play", "previous", "next"]
     assert previous.disabled and not next_.disabled
+    status = stepper.children[-1]
+    assert 'role="status" aria-live="polite"' in status.value
+    assert status.text == "step 0 of 6: inputs: nothing sent yet"
     next_.click()
     next_.click()
-    assert stepper.step == 2 and slider.value == 2 and play.value == 2
+    assert stepper.step == 2
+    assert status.text.startswith("step 2 of 6: reduce-scatter: ")
     _assert_frame_shows(_frames(_live_frame(stepper))[2], ring, 2)
     previous.click()
     assert stepper.step == 1
     assert list(_frames(_live_frame(stepper))) == [1]
-    slider.value = 5
-    assert stepper.step == 5 and play.value == 5
-    _assert_frame_shows(_frames(_live_frame(stepper))[5], ring, 5)
-    play.value = 6  # what the play button does in the page, one step at a time
-    assert stepper.step == 6 and next_.disabled and not previous.disabled
+    stepper.step = 6
+    assert next_.disabled and not previous.disabled
+    assert status.text.startswith("step 6 of 6 (the result): all-gather: ")
     next_.click()  # at the end: stays there
     assert stepper.step == 6
-    stepper.step = 0
-    stepper.previous()
-    assert stepper.step == 0 and slider.value == 0
-    stepper.play_interval = 300
-    assert play.interval == 300
+
+
+def test_the_play_button_steps_on_the_kernels_loop_to_the_end(ring):
+    stepper = AllReduceStepper(ring, step=6, play_interval=50)
+    play = _controls(stepper)[0]
+    seen = []
+    stepper.observe(lambda change: seen.append(change["new"]), names="step")
+
+    async def press_play():
+        play.value = True  # at the end: it starts again from step 0
+        for _ in range(400):  # at most 20 s; six steps take 0.3 s
+            if not play.value:
+                break
+            await asyncio.sleep(0.05)
+
+    asyncio.run(press_play())
+    assert seen == [0, 1, 2, 3, 4, 5, 6] and not play.value
+    play.value = True  # no running loop (a script): nothing plays, the button springs back
+    assert not play.value and stepper.step == 6
 
 
 def test_a_step_out_of_range_is_refused_and_the_shown_step_kept(ring, refuses):
@@ -173,7 +190,6 @@ def test_a_step_out_of_range_is_refused_and_the_shown_step_kept(ring, refuses):
     with pytest.raises(traitlets.TraitError, match="got -1"):
         stepper.step = -1
     assert stepper.step == 2 and _live_frame(stepper) == shown
-    assert _controls(stepper)[2].value == 2
 
 
 def test_the_last_frame_shows_the_replays_own_verdict(ring):
@@ -197,13 +213,15 @@ def test_snapshot_holds_every_frame_and_checks_the_current_one(ring):
     radios = re.findall(r'<input type="radio"[^>]*>', html)
     assert len(radios) == 7
     checked = [radio for radio in radios if " checked" in radio]
-    assert len(checked) == 1 and checked[0].endswith('-0" aria-label="step 0" checked>')
+    assert len(checked) == 1
+    assert checked[0].endswith('-0" aria-label="step 0 of 6: inputs: nothing sent yet" checked>')
     assert "<script" not in html.lower()
     assert not re.search(r"https?://", html)
-    assert "javascript:" not in html.lower() and " on" not in re.sub(r">[^<]*<", "><", html)
+    markup = re.sub(r">[^<]*<", "><", html)  # tags only: no event handler attribute
+    assert "javascript:" not in html.lower() and not re.search(r"\son\w+=", markup)
     stepper.step = 4
     checked = re.findall(r'<input type="radio"[^>]*checked>', stepper.snapshot_html())
-    assert len(checked) == 1 and 'aria-label="step 4"' in checked[0]
+    assert len(checked) == 1 and 'aria-label="step 4 of 6: all-gather: ' in checked[0]
 
 
 def test_snapshot_labels_step_to_the_neighbours(ring):

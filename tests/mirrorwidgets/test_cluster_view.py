@@ -8,6 +8,7 @@ import traitlets
 
 import mirrorkit as mk
 from mirrorkit.report import style
+from mirrorwidgets._snapshot import displayed
 from mirrorwidgets.cluster_view import STATE_COLORS, ClusterView
 from tests.mirrorkit.test_devices import run_fresh
 
@@ -34,6 +35,11 @@ def _script(n: int = 3, steps: int = 5) -> list[mk.WorkerEvent]:
     return events
 
 
+def _light(colour: str) -> str:
+    """A themed colour's light value: ``var(--mw-bad,#cf222e)`` -> ``#cf222e``."""
+    return re.sub(r"^var\(--mw-[\w-]+,(#\w+)\)$", r"\1", colour)
+
+
 def _cluster_strokes(svg: str) -> dict[int, tuple[str, str]]:
     """Worker -> (fill, stroke) of its box in graphviz's SVG."""
     found = re.findall(
@@ -41,7 +47,7 @@ def _cluster_strokes(svg: str) -> dict[int, tuple[str, str]]:
         r'<path fill="([^"]+)" stroke="([^"]+)"',
         svg,
     )
-    return {int(i): (fill, stroke) for i, fill, stroke in found}
+    return {int(i): (_light(fill), _light(stroke)) for i, fill, stroke in found}
 
 
 def _state_fills(svg: str) -> dict[int, str]:
@@ -49,7 +55,7 @@ def _state_fills(svg: str) -> dict[int, str]:
     found = re.findall(
         r'<g id="node\d+" class="node">\s*<title>w(\d+)</title>\s*<path fill="([^"]+)"', svg
     )
-    return {int(i): fill for i, fill in found}
+    return {int(i): _light(fill) for i, fill in found}
 
 
 def _ring(source: str) -> list[tuple[int, int]]:
@@ -99,7 +105,7 @@ def test_states_and_colours_follow_the_events():
     fresh.update(mk.WorkerEvent(0, "step", step=1))
     fills = _state_fills(fresh.snapshot_html())  # the last update may wait for a redraw
     assert fills == {0: STATE_COLORS["training"], 1: STATE_COLORS["ready"]}
-    assert STATE_COLORS["starting"] == "#8c959f"
+    assert STATE_COLORS["starting"] == style.AXIS
 
 
 def test_labels_addresses_and_devices_are_drawn():
@@ -166,8 +172,8 @@ def test_failed_worker_message_in_snapshot_and_widget():
         assert "<bad>" not in html
     bundle = view._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert bundle["text/html"] == view.snapshot_html()
-    assert bundle["text/html"].startswith('<div class="mw-cluster mw-snapshot"')
+    assert bundle["text/html"] == displayed(view.snapshot_html())
+    assert view.snapshot_html().startswith('<div class="mw-cluster mw-snapshot"')
     assert "<svg" in bundle["text/html"] and "<?xml" not in bundle["text/html"]
 
 

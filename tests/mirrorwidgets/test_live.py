@@ -10,6 +10,7 @@ import traitlets
 
 from mirrorkit.report import style
 from mirrorwidgets import LiveTrainingCallback, LiveTrainingHook, LiveTrainingView
+from mirrorwidgets._snapshot import displayed
 from mirrorwidgets._throttle import Throttle
 
 
@@ -161,7 +162,7 @@ def test_view_records_per_replica_values(strategy):
     assert dots == [(f"replica {i}", style.SERIES[i]) for i in range(4)]
     assert "replica 3: 3 at step 5" in html
     bundle = view._repr_mimebundle_()
-    assert bundle["text/html"] == html
+    assert bundle["text/html"] == displayed(html)
     grid = view._grid
     view.record(6, loss, norm)
     assert view._grid is grid  # updated in place

@@ -172,10 +172,10 @@ def test_append_and_update_for_live_use(training):
     view = LossScaleView(title="live")
     assert view.num_steps == 0 and view.step is None and view.loss_scale is None
     assert "no steps yet" in view.snapshot_html()
-    header, chart, notes = view.children
+    header, chart, notes, status = view.children
     for record in records:
         view.append(record)
-    assert view.children == (header, chart, notes)  # same widgets, new HTML
+    assert view.children == (header, chart, notes, status)  # same widgets, new HTML
     assert view.num_steps == STEPS and view.overflow_steps == (OVERFLOW_STEP,)
     assert view.snapshot_html() == LossScaleView(records, title="live").snapshot_html()
     assert 'data-step="3"' in chart.value and "skipped" in notes.value

@@ -8,7 +8,9 @@ import pytest
 import traitlets
 
 from mirrorkit.measure.step_trace import StepPhases
+from mirrorkit.report import style
 from mirrorwidgets import StepTimeline
+from mirrorwidgets._snapshot import displayed
 from mirrorwidgets._step_timeline_render import COLORS, HEIGHT, TOP
 
 PHASES = ("input_wait_s", "compute_s", "all_reduce_s")
@@ -101,7 +103,7 @@ def test_one_bar_per_step_its_segments_summing_to_the_step():
         assert bar["total"] == pytest.approx(record.total_s, rel=1e-5)
     assert "mw-over" not in svg and "input wait" in svg and "all-reduce" in svg
     assert "<script" not in svg
-    assert StepTimeline(STEPS[1:])._repr_mimebundle_()["text/html"] == svg
+    assert StepTimeline(STEPS[1:])._repr_mimebundle_()["text/html"] == displayed(svg)
     header = re.search(r'data-phase="all_reduce_s">.*?all-reduce ([\d.]+)%', svg)
     expected = sum(s.all_reduce_s for s in STEPS[1:]) / sum(s.total_s for s in STEPS[1:])
     assert float(header.group(1)) == pytest.approx(100 * expected, rel=1e-2)
@@ -124,7 +126,7 @@ def test_a_slow_first_step_is_cut_not_flattening_the_others():
 
 def test_append_is_throttled_and_flush_draws_the_rest():
     timeline = StepTimeline(title="live", min_interval=3600)
-    header, chart, notes = timeline.children
+    header, chart, notes, status = timeline.children
     assert "no steps yet" in timeline.snapshot_html() and timeline.step is None
     assert timeline.append(STEPS[0]) is True  # the first redraw is always due
     drawn = chart.value
@@ -133,8 +135,8 @@ def test_append_is_throttled_and_flush_draws_the_rest():
     assert chart.value == drawn  # the drawing is not, until a redraw is due
     assert timeline.snapshot_html() == StepTimeline(STEPS, title="live").snapshot_html()
     assert timeline.flush() is True and timeline.flush() is False
-    assert timeline.children == (header, chart, notes)  # same widgets, new HTML
-    assert chart.value in timeline.snapshot_html()
+    assert timeline.children == (header, chart, notes, status)  # same widgets, new HTML
+    assert chart.value in style.themed(timeline.snapshot_html())
     with pytest.raises(ValueError, match="step 3 comes after step 9"):
         timeline.append(_phases(3, 0.0, 0.01, 0.0))
     assert timeline.num_steps == 10  # refused steps leave the timeline as it was

@@ -9,6 +9,7 @@ import traitlets
 
 import mirrorkit as mk
 from mirrorwidgets import TopologyDiagram, TopologyView, hierarchical_groups
+from mirrorwidgets._snapshot import displayed
 
 
 def _svg_texts(svg: str) -> list[str]:
@@ -93,7 +94,7 @@ def test_widget_form_switches_algorithm_and_snapshots(strategy):
     assert "(reduces here)" in view._picture.value
     bundle = view._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert bundle["text/html"] == view.snapshot_html()
+    assert bundle["text/html"] == displayed(view.snapshot_html())
 
 
 def _model(strategy):

@@ -163,8 +163,16 @@ class Drawing:
         return (
             f'<div class="mws-nav">{button(step - 1, "&#9664; previous", "mws-prev")}'
             f'<span class="mws-goto">step {numbers}</span>'
-            f"{button(step + 1, 'next &#9654;', 'mws-next')}</div>"
+            f"{button(step + 1, 'next &#9654;', 'mws-next')}"
+            '<span class="mws-keys">(keyboard: Tab here, then the arrow keys)</span></div>'
         )
+
+    def summary(self, step: int) -> str:
+        """Step ``step`` in one line (the live region's, a radio's name): ``"step 1 of 6: ..."``."""
+        moved = self.replay.schedule.steps[step - 1] if step else None
+        phase, what = (moved.phase, moved.what) if moved else ("inputs", "nothing sent yet")
+        end = " (the result)" if step == self.last else ""
+        return f"step {step} of {self.last}{end}: {phase}: {what}"
 
     def _what_html(self, step: int, moved) -> str:
         if moved is None:
@@ -241,7 +249,7 @@ class Drawing:
             "and whose values they sum so far"
         )
         return (
-            f'<table class="mws-grid"><thead><tr><th></th>{head}</tr></thead>'
+            f'<table class="mws-grid"><thead><tr><th>replica</th>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>"
             f'<div class="mws-sub">{caption}</div>'
         )
@@ -338,14 +346,25 @@ class Drawing:
             f"{s} .mws-nav .mws-at{{background:{style.BLUE};color:{style.WHITE};"
             f"border-color:{style.BLUE}}}",
             f"{s} .mws-nav .mws-off{{color:{style.AXIS}}}",
+            f"{s} .mws-nav .mws-keys{{border:0;color:{style.MUTED}}}",
         ]
         if frames:
-            rules.append(f"{s}>.mws-radio,{s} .mws-frame{{display:none}}")
+            # The radios stay in the page, unseen but focusable: Tab reaches the group and
+            # the arrow keys step; the focused step's navigation bar shows the focus ring.
+            rules.append(
+                f"{s}>.mws-radio{{position:absolute;opacity:0;width:1px;height:1px;margin:0}}"
+            )
+            rules.append(f"{s} .mws-frame{{display:none}}")
             shown = ",".join(
                 f'{s}-{k}:checked~.mws-frames>.mws-frame[data-step="{k}"]'
                 for k in range(self.last + 1)
             )
             rules.append(f"{shown}{{display:block}}")
+            focused = ",".join(
+                f'{s}-{k}:focus-visible~.mws-frames>.mws-frame[data-step="{k}"] .mws-nav'
+                for k in range(self.last + 1)
+            )
+            rules.append(f"{focused}{{outline:2px solid {style.BLUE};outline-offset:2px}}")
         return f"<style>{''.join(rules)}</style>"
 
     def view(self, step: int, count: int, uid: str) -> str:
@@ -367,7 +386,7 @@ class Drawing:
         uid = new_id()
         radios = "".join(
             f'<input type="radio" class="mws-radio" name="{uid}" id="{uid}-{k}"'
-            f' aria-label="step {k}"{" checked" if k == step else ""}>'
+            f' aria-label="{esc(self.summary(k))}"{" checked" if k == step else ""}>'
             for k in range(self.last + 1)
         )
         frames = "".join(self.frame_html(k, count, nav=uid) for k in range(self.last + 1))

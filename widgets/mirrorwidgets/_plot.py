@@ -169,9 +169,11 @@ def legend_entry(x: float, y: float, color: str, label: str, *, dash: str = "", 
 
 
 def series_look(index: int) -> tuple[str, str]:
-    """The colour and dash of the ``index``-th series: the palette's colours, then dashed."""
+    """The colour and dash of the ``index``-th series: each its own colour and its own dash,
+    so that series are told apart without colour too (the palette's colours repeat after
+    five, the dashes after six)."""
     colors = style.SERIES
-    return colors[index % len(colors)], DASHES[(index // len(colors)) % len(DASHES)]
+    return colors[index % len(colors)], DASHES[index % len(DASHES)]
 
 
 def line(
@@ -219,3 +221,28 @@ stroke-width="1.5"/><circle class="mw-s" cx="20.0" cy="5.0" r="2" fill="#000"/>'
                 + end.format("circle")
             )
     return "".join(marks)
+
+
+TWIN_ROWS = 60  # a twin table lists at most about this many rows (every k-th, and the last)
+
+
+def twin(summary: str, header: Sequence[str], rows: Sequence[Sequence]) -> str:
+    """A chart's table twin: its numbers as an HTML table, folded under ``summary``.
+
+    A screen reader reads it where it cannot read the picture; so does a text-only viewer.
+
+    Example:
+        >>> html = twin("the chart as a table", ["step", "loss"], [(0, "1.2"), (1, "0.9")])
+        >>> html.count("<tr>"), html.startswith('<details class="mw-twin">')
+        (3, True)
+    """
+    head = "".join(f'<th scope="col">{esc(cell)}</th>' for cell in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>"
+        for row in thin(list(rows), TWIN_ROWS)
+    )
+    return (
+        f'<details class="mw-twin"><summary>{esc(summary)}</summary>'
+        f'<table class="mw-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        "</details>"
+    )

@@ -10,15 +10,33 @@ Example:
     ...     def snapshot_html(self):
     ...         return "<p>a note</p>"
     >>> bundle = Note()._repr_mimebundle_()
-    >>> bundle["text/html"], "application/vnd.jupyter.widget-view+json" in bundle
-    ('<p>a note</p>', True)
+    >>> bundle["text/html"].endswith("<p>a note</p>"), VIEW in bundle
+    (True, True)
+
+The ``text/html`` is the snapshot in the page's theme (``style.themed``), after the
+widgets' stylesheet (its dark colours and focus ring).
 """
 
 from __future__ import annotations
 
 import ipywidgets
 
+from mirrorkit.report import style
+from mirrorwidgets._a11y import STYLE
+
 VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def displayed(snapshot: str) -> str:
+    """A snapshot as a notebook shows it: the widgets' stylesheet, then its themed HTML.
+
+    Example:
+        >>> displayed('<b style="color:#cf222e">x</b>').endswith('var(--mw-bad,#cf222e)">x</b>')
+        True
+    """
+    return STYLE + style.themed(snapshot)
+
+
 # ipywidgets 7 draws through _ipython_display_, which IPython prefers over _repr_mimebundle_.
 DISPLAYS_ITSELF = int(ipywidgets.__version__.split(".")[0]) < 8
 
@@ -39,7 +57,7 @@ class SnapshotMixin:
         data = data or {}
         if isinstance(data, tuple):  # (data, metadata)
             data = data[0]
-        data["text/html"] = self.snapshot_html()
+        data["text/html"] = displayed(self.snapshot_html())
         return data
 
     def _view_bundle(self) -> dict:

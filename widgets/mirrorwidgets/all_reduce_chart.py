@@ -17,6 +17,7 @@ import traitlets
 
 from mirrorkit._validate import refuse
 from mirrorkit.report.units import format_rate, format_size
+from mirrorwidgets._a11y import ThemedHTML, announce, text_of
 from mirrorwidgets._all_reduce_chart_render import (
     chart_svg,
     check_records,
@@ -108,14 +109,16 @@ class AllReduceChart(SnapshotMixin, ipywidgets.VBox):
         self.show_table = show_table
         self.benchmark = None
         self._quiet = False
-        self._header = ipywidgets.HTML()
-        self._menu = ipywidgets.Dropdown(
-            description="replicas", layout=ipywidgets.Layout(width="220px")
+        self._header = ThemedHTML()
+        # Buttons, not a menu: each is named by its text in ipywidgets 7 and 8 alike (7 ties
+        # no label to a <select>), and Tab and Space reach and press each.
+        self._menu = ipywidgets.ToggleButtons(description="replicas")
+        self._table_toggle = ipywidgets.ToggleButton(
+            value=show_table, description="table", tooltip="show the measurements as a table"
         )
-        self._table_toggle = ipywidgets.ToggleButton(value=show_table, description="table")
-        self._chart = ipywidgets.HTML()
-        self._table = ipywidgets.HTML()
-        self._skipped = ipywidgets.HTML()
+        self._chart = ThemedHTML()
+        self._table = ThemedHTML()
+        self._skipped = ThemedHTML()
         controls = ipywidgets.HBox([self._menu, self._table_toggle])
         self.children = [self._header, controls, self._chart, self._table, self._skipped]
         try:
@@ -237,6 +240,8 @@ class AllReduceChart(SnapshotMixin, ipywidgets.VBox):
         self._chart.value = self._chart_html()
         self._table.value = self._table_html()
         self._skipped.value = self._skipped_html()
+        shown = "table shown" if self.show_table else "table hidden"
+        announce(self, f"{text_of(self._header.value)}; {shown}")
 
     def _counts(self) -> tuple[int, ...]:
         return self.replica_counts if self.replicas is None else (self.replicas,)

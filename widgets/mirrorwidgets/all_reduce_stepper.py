@@ -19,6 +19,7 @@ import ipywidgets
 import traitlets
 
 from mirrorkit._validate import refuse
+from mirrorwidgets._a11y import ThemedHTML, announce
 from mirrorwidgets._all_reduce_stepper_render import Drawing, new_id
 from mirrorwidgets._snapshot import SnapshotMixin
 from mirrorwidgets._traits import at_least
@@ -39,9 +40,11 @@ class AllReduceStepper(SnapshotMixin, ipywidgets.VBox):
     against the strategy's own all-reduce; a replica whose values never reach the result
     (hierarchical copy on an odd count) is marked in red.
 
-    Previous and next buttons, a slider and a play button move ``step``. The static
-    snapshot (what a built book shows, without a kernel) holds every step and steps
-    through them with plain HTML and CSS.
+    Previous and next buttons and a play button (the kernel shows one step every
+    ``play_interval`` ms) move ``step``; each step is
+    announced in a polite live region. The static snapshot (what a built book shows,
+    without a kernel) holds every step and steps through them with plain HTML and CSS:
+    a radio group, which the arrow keys move through; it has no play button.
 
     Args:
         replay: What ``mirrorkit.replay_all_reduce(strategy, values)`` returns (an
@@ -103,9 +106,8 @@ class AllReduceStepper(SnapshotMixin, ipywidgets.VBox):
             self.title = title
             self._drawing = Drawing(replay)
             self.set_trait("steps", tuple(replay.schedule.steps))
-            last = len(self.steps)
-            self._header = ipywidgets.HTML()
-            self._frame = ipywidgets.HTML()
+            self._header = ThemedHTML()
+            self._frame = ThemedHTML()
             self._frame.add_class("mws-view")
             self._previous = ipywidgets.Button(
                 description="previous", icon="step-backward", tooltip="the step before"
@@ -115,20 +117,18 @@ class AllReduceStepper(SnapshotMixin, ipywidgets.VBox):
             )
             self._previous.add_class("mws-previous")
             self._next.add_class("mws-next")
-            self._slider = ipywidgets.IntSlider(
-                value=0, min=0, max=last, description="step", continuous_update=True
+            # The kernel plays the steps: ipywidgets' Play buttons carry no name.
+            self._play = ipywidgets.ToggleButton(
+                description="play", icon="play", tooltip="show every step in turn"
             )
-            self._slider.add_class("mws-slider")
-            self._play = ipywidgets.Play(value=0, min=0, max=last, interval=self.play_interval)
             self._play.add_class("mws-play")
+            self._timer = None
             self._previous.on_click(lambda _: self.previous())
             self._next.on_click(lambda _: self.next())
-            self._links = [
-                traitlets.link((self, "step"), (self._slider, "value")),
-                traitlets.link((self, "step"), (self._play, "value")),
-                traitlets.link((self, "play_interval"), (self._play, "interval")),
-            ]
-            controls = ipywidgets.HBox([self._play, self._previous, self._slider, self._next])
+            self._play.observe(self._playing, names="value")
+            # No slider and no number box: their inputs have no name in ipywidgets 7, nor a
+            # slider's handle in 8. The frame says "step k of n"; the live region reads it.
+            controls = ipywidgets.HBox([self._play, self._previous, self._next])
             self.children = [self._header, controls, self._frame]
             self._ids = (new_id(), new_id())  # header, frame: scoped styles
             self.step = step
@@ -226,9 +226,51 @@ class AllReduceStepper(SnapshotMixin, ipywidgets.VBox):
         self._frame.value = self._drawing.view(self.step, self.values_shown, self._ids[1])
         self._previous.disabled = self.step == 0
         self._next.disabled = self.step == len(self.steps)
+        announce(self, self._drawing.summary(self.step))
+
+    def _playing(self, change) -> None:
+        """The play button: from the start (if at the end), one step per ``play_interval``."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not change["new"]:
+            return
+        if _kernel_loop() is None:  # a script, no kernel: nothing can play
+            self._play.value = False
+            return
+        if self.step == len(self.steps):
+            self.step = 0
+        self._schedule()
+
+    def _schedule(self) -> None:
+        loop = _kernel_loop()
+        if loop is None:
+            self._play.value = False
+        else:
+            self._timer = loop.call_later(self.play_interval / 1000, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        if not self._play.value:
+            return
+        self.next()
+        if self.step == len(self.steps):
+            self._play.value = False
+        else:
+            self._schedule()
 
     def _redraw_header(self, change=None) -> None:
         self._header.value = self._drawing.header_view(self._ids[0], self.title)
+
+
+def _kernel_loop():
+    """The running event loop (ipykernel's, or Pyodide's in the browser labs), else None."""
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _replayed(replay):

@@ -15,6 +15,7 @@ import ipywidgets
 import traitlets
 
 from mirrorkit.report import style
+from mirrorwidgets._a11y import ThemedHTML, announce, text_of
 from mirrorwidgets._render import FONT, GREEN, GREY, RED, container, esc
 from mirrorwidgets._snapshot import SnapshotMixin
 from mirrorwidgets._traits import at_least
@@ -76,9 +77,9 @@ class BatchSplitView(SnapshotMixin, ipywidgets.VBox):
         super().__init__(**kwargs)
         self.title = title
         self.preview = None
-        self._header = ipywidgets.HTML()
-        self._grid = ipywidgets.HTML()
-        self._warnings = ipywidgets.HTML()
+        self._header = ThemedHTML()
+        self._grid = ThemedHTML()
+        self._warnings = ThemedHTML()
         self.children = [self._header, self._grid, self._warnings]
         try:
             self.update(preview)
@@ -184,6 +185,7 @@ class BatchSplitView(SnapshotMixin, ipywidgets.VBox):
         self._header.value = self._header_html()
         self._grid.value = container(self._grid_html(), "mw-batches")
         self._warnings.value = self._warnings_html()
+        announce(self, text_of(self._header.value))
 
     def _header_html(self) -> str:
         p = self.preview
@@ -248,7 +250,7 @@ class BatchSplitView(SnapshotMixin, ipywidgets.VBox):
             rows.append(f'<tr class="mw-step" data-step="{step}">{row_head}{tds}</tr>')
         return (
             '<table class="mw-split" style="border-collapse:separate;border-spacing:4px">'
-            f'<thead><tr><th style="padding:2px 6px"></th>{head}</tr></thead>'
+            f'<thead><tr><th style="padding:2px 6px">step</th>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>"
         )
 

@@ -21,6 +21,7 @@ import traitlets
 import mirrorkit as mk
 from mirrorkit._validate import refuse
 from mirrorwidgets import _cluster_view_render
+from mirrorwidgets._a11y import ThemedHTML, announce, text_of
 from mirrorwidgets._cluster_view_render import STATE_COLORS
 from mirrorwidgets._render import container
 from mirrorwidgets._snapshot import SnapshotMixin
@@ -114,10 +115,10 @@ class ClusterView(SnapshotMixin, ipywidgets.VBox):
         self._plotted_at = -float("inf")
         self._svg_cache: tuple[str, str] = ("", "")
         self._plot_cache: tuple[tuple | None, str] = (None, "")
-        self._header = ipywidgets.HTML()
-        self._topology = ipywidgets.HTML()
-        self._plot = ipywidgets.HTML(layout=ipywidgets.Layout(display="none"))
-        self._table = ipywidgets.HTML()
+        self._header = ThemedHTML()
+        self._topology = ThemedHTML()
+        self._plot = ThemedHTML(layout=ipywidgets.Layout(display="none"))
+        self._table = ThemedHTML()
         self.children = [self._header, ipywidgets.HBox([self._topology, self._plot]), self._table]
         try:
             self._set_traits()
@@ -312,6 +313,7 @@ class ClusterView(SnapshotMixin, ipywidgets.VBox):
         self._header.value = header
         self._topology.value = topology
         self._table.value = table
+        announce(self, text_of(header))
         if plot:
             self._plotted_at = time.perf_counter()
             chart = self._loss_svg()

@@ -19,6 +19,7 @@ import traitlets
 
 from mirrorkit._validate import refuse
 from mirrorwidgets import _plot, _values
+from mirrorwidgets._a11y import ThemedHTML, announce
 from mirrorwidgets._lines_chart import Series, lines_svg
 from mirrorwidgets._probe import distributed_probe, probe_function
 from mirrorwidgets._render import FONT, GREY, container, esc
@@ -67,10 +68,10 @@ class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
         super().__init__(**kwargs)
         self.title = title
         self.history: dict[str, list] = {"step": [], "loss": [], "grad_norm": [], "step_time": []}
-        self._header = ipywidgets.HTML(self._header_html(None, None))
+        self._header = ThemedHTML(self._header_html(None, None))
         self._grid: ReplicaGrid | None = None
         self._grid_box = ipywidgets.VBox()
-        self._plot = ipywidgets.HTML()
+        self._plot = ThemedHTML()
         self._plot_svg = ""
         self._plotted_at = -float("inf")
         self.children = [self._header, self._grid_box, self._plot]
@@ -135,6 +136,7 @@ class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
         self.set_trait("step", step)
         self.set_trait("num_replicas", len(cells))
         self._header.value = self._header_html(step_time, fit_loss)
+        announce(self, f"step {step}: mean loss {float(losses.mean()):.4g}")
         now = time.perf_counter()
         if self._plotted_at == -float("inf"):
             self._plotted_at = now  # first plot after plot_interval: keep the first update cheap

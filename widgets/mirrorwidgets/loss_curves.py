@@ -16,6 +16,8 @@ import ipywidgets
 import numpy as np
 import traitlets
 
+from mirrorwidgets import _plot
+from mirrorwidgets._a11y import ThemedHTML, announce, text_of
 from mirrorwidgets._loss_curves_render import Panel, Run, curves_svg
 from mirrorwidgets._records import field, is_record, refuse_field
 from mirrorwidgets._render import FONT, RED, container, esc
@@ -79,9 +81,9 @@ class LossCurves(SnapshotMixin, ipywidgets.VBox):
         super().__init__(**kwargs)
         self.title = title
         self._panels: tuple[Panel, ...] = ()
-        self._header = ipywidgets.HTML()
-        self._chart = ipywidgets.HTML()
-        self._notes = ipywidgets.HTML()
+        self._header = ThemedHTML()
+        self._chart = ThemedHTML()
+        self._notes = ThemedHTML()
         self.children = [self._header, self._chart, self._notes]
         try:
             self.update(runs)
@@ -147,6 +149,7 @@ class LossCurves(SnapshotMixin, ipywidgets.VBox):
         self._header.value = self._header_html()
         self._chart.value = self._chart_html()
         self._notes.value = self._notes_html()
+        announce(self, text_of(self._header.value))
 
     def _header_html(self) -> str:
         runs = len(self.labels)
@@ -163,7 +166,14 @@ class LossCurves(SnapshotMixin, ipywidgets.VBox):
             css_class="mw-loss-curves",
             panel_width=self.panel_width,
         )
-        return f"<div>{svg}</div>"
+        rows = [
+            (panel.heading, run.label, n, _plot.number(loss))
+            for panel in self._panels
+            for run in panel.runs
+            for n, loss in zip(run.examples, run.losses, strict=True)
+        ]
+        header = ["panel", "run", "examples seen", "loss"]
+        return f"<div>{svg}</div>{_plot.twin('the chart as a table', header, rows)}"
 
     def _notes_html(self) -> str:
         broken = [

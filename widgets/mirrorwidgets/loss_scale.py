@@ -11,6 +11,8 @@ from __future__ import annotations
 import ipywidgets
 import traitlets
 
+from mirrorwidgets import _plot
+from mirrorwidgets._a11y import ThemedHTML, announce, text_of
 from mirrorwidgets._loss_scale_render import chart_svg, power_of_two
 from mirrorwidgets._records import ScaleRecord, check_order, read_record, read_records
 from mirrorwidgets._render import FONT, GREEN, GREY, RED, container, esc
@@ -81,9 +83,9 @@ class LossScaleView(SnapshotMixin, ipywidgets.VBox):
         super().__init__(**kwargs)
         self.title = title
         self._records: tuple[ScaleRecord, ...] = ()
-        self._header = ipywidgets.HTML()
-        self._chart = ipywidgets.HTML()
-        self._notes = ipywidgets.HTML()
+        self._header = ThemedHTML()
+        self._chart = ThemedHTML()
+        self._notes = ThemedHTML()
         self.children = [self._header, self._chart, self._notes]
         try:
             if records is None:
@@ -181,6 +183,7 @@ class LossScaleView(SnapshotMixin, ipywidgets.VBox):
         self._header.value = self._header_html()
         self._chart.value = self._chart_html()
         self._notes.value = self._notes_html()
+        announce(self, text_of(self._header.value))
 
     def _header_html(self) -> str:
         bits = [f"<strong>{esc(self.title)}</strong>"]
@@ -205,7 +208,17 @@ class LossScaleView(SnapshotMixin, ipywidgets.VBox):
         if not self._records:
             return f'<div style="{FONT};color:{GREY}">no steps yet</div>'
         svg = chart_svg(self._records, show_loss=self.show_loss, max_points=self.max_points)
-        return f"<div>{svg}</div>"
+        rows = [
+            (
+                r.step,
+                _plot.number(r.loss_scale),
+                "yes" if r.overflow else "no",
+                "" if r.loss is None else _plot.number(r.loss),
+            )
+            for r in self._records
+        ]
+        header = ["step", "loss scale", "overflow", "loss"]
+        return f"<div>{svg}</div>{_plot.twin('the chart as a table', header, rows)}"
 
     def _notes_html(self) -> str:
         steps = self.overflow_steps

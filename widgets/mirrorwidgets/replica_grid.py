@@ -16,6 +16,7 @@ import traitlets
 
 from mirrorkit.report import style
 from mirrorwidgets import _values
+from mirrorwidgets._a11y import ThemedHTML, announce, text_of
 from mirrorwidgets._render import FONT, GREY, container, esc, sync_html, value_html
 from mirrorwidgets._snapshot import SnapshotMixin
 from mirrorwidgets._traits import at_least
@@ -153,6 +154,10 @@ class ReplicaGrid(SnapshotMixin, ipywidgets.VBox):
     # ------------------------------------------------------------------ drawing
 
     def _redraw(self, change=None) -> None:
+        self._lay_out()
+        announce(self, text_of(self._header.value))
+
+    def _lay_out(self) -> None:
         stages = self._stages()
         shape = tuple((label, len(cells)) for label, cells in stages)
         if shape == getattr(self, "_shape", None):
@@ -163,16 +168,18 @@ class ReplicaGrid(SnapshotMixin, ipywidgets.VBox):
                     box.value = container(cell, "mw-grid")
             return
         for widget in self.children:
+            if widget is getattr(self, "_mw_status", None):
+                continue  # the live region stays
             for child in getattr(widget, "children", ()):
                 child.close()
             widget.close()
-        self._header = ipywidgets.HTML(self._header_html())
+        self._header = ThemedHTML(self._header_html())
         children, self._rows = [self._header], []
         for label, cells in stages:
             if label:
-                children.append(ipywidgets.HTML(self._label_html(label)))
+                children.append(ThemedHTML(self._label_html(label)))
             row = ipywidgets.HBox(
-                [ipywidgets.HTML(container(c, "mw-grid")) for c in cells],
+                [ThemedHTML(container(c, "mw-grid")) for c in cells],
                 layout=ipywidgets.Layout(flex_flow="row wrap", grid_gap="6px"),
             )
             self._rows.append(row)

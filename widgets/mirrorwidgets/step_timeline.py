@@ -17,6 +17,8 @@ import traitlets
 
 from mirrorkit._validate import refuse
 from mirrorkit.report.units import format_percent, format_seconds
+from mirrorwidgets import _plot
+from mirrorwidgets._a11y import ThemedHTML, announce, text_of
 from mirrorwidgets._phases import PHASES, Phases, check_order, read_phases, read_steps
 from mirrorwidgets._render import FONT, GREY, RED, container, esc
 from mirrorwidgets._snapshot import SnapshotMixin
@@ -93,9 +95,9 @@ class StepTimeline(SnapshotMixin, ipywidgets.VBox):
         self._replicas = None
         self._throttle = Throttle(self.min_interval, self.budget)
         self._stale = False
-        self._header = ipywidgets.HTML()
-        self._chart = ipywidgets.HTML()
-        self._notes = ipywidgets.HTML()
+        self._header = ThemedHTML()
+        self._chart = ThemedHTML()
+        self._notes = ThemedHTML()
         self.children = [self._header, self._chart, self._notes]
         try:
             if steps is None:
@@ -236,6 +238,7 @@ class StepTimeline(SnapshotMixin, ipywidgets.VBox):
     def _draw(self) -> None:
         self._header.value, self._chart.value, self._notes.value = self._render()
         self._stale = False
+        announce(self, text_of(self._header.value))
 
     def _render(self) -> tuple[str, str, str]:
         if not self._steps:
@@ -244,7 +247,11 @@ class StepTimeline(SnapshotMixin, ipywidgets.VBox):
             return self._header_html(), empty, ""
         svg, clipped, top = timeline_svg(self._steps, max_points=self.max_points, y_max=self.y_max)
         self.set_trait("clipped_steps", tuple(step for step, _ in clipped))
-        return self._header_html(), f"<div>{svg}</div>", self._notes_html(clipped, top)
+        rows = [
+            (s.step, *(format_seconds(getattr(s, phase)) for phase in NAMES)) for s in self._steps
+        ]
+        table = _plot.twin("the chart as a table", ["step", *NAMES.values()], rows)
+        return self._header_html(), f"<div>{svg}</div>{table}", self._notes_html(clipped, top)
 
     def _header_html(self) -> str:
         bits = [f"<strong>{esc(self.title)}</strong>"]

@@ -15,6 +15,7 @@ import traitlets
 import mirrorkit as mk
 from mirrorkit._validate import refuse
 from mirrorkit.report import style
+from mirrorwidgets._a11y import ThemedHTML, announce
 from mirrorwidgets._render import GREY, container, esc, graphviz_svg
 from mirrorwidgets._routes import device_label, hierarchical_groups, route
 from mirrorwidgets._snapshot import SnapshotMixin
@@ -269,7 +270,29 @@ class TopologyDiagram:
         svg = self.svg()
         body = svg[svg.find("<svg") :]
         about = mk.ALL_REDUCE_ALGORITHMS[self.all_reduce]
-        return container(f"{body}<div style='color:{GREY}'>{esc(about)}</div>", "mw-topology")
+        twin = "".join(
+            f"<li>replica {a} → replica {b}: {esc(step)}</li>" for a, b, step in self.edges
+        )
+        twin = (
+            '<details class="mw-twin"><summary>the diagram as text</summary>'
+            f"<ul>{twin}</ul></details>"
+        )
+        return container(f"{body}<div style='color:{GREY}'>{esc(about)}</div>{twin}", "mw-topology")
+
+    def summary(self) -> str:
+        """The diagram in one line: the algorithm, the replicas, how many transfers.
+
+        Example:
+            >>> import mirrorkit as mk
+            >>> from mirrorwidgets import TopologyDiagram
+            >>> TopologyDiagram(mk.make_strategy()).summary()[:24]
+            'all-reduce: collective, '
+        """
+        n = len(self.devices)
+        return (
+            f"all-reduce: {self.all_reduce}, {n} replica{'' if n == 1 else 's'}, "
+            f"{len(self.edges)} transfer{'' if len(self.edges) == 1 else 's'}"
+        )
 
     def widget(self) -> TopologyView:
         """An interactive form of this diagram (switch all-reduce algorithms).
@@ -325,13 +348,13 @@ class TopologyView(SnapshotMixin, ipywidgets.VBox):
         self._strategy = strategy
         self._variables = variables
         self.diagram = diagram
-        self._menu = ipywidgets.Dropdown(
+        self._menu = ipywidgets.ToggleButtons(  # each button named by its text, in 7 and 8
             options=list(mk.ALL_REDUCE_ALGORITHMS),
             value=self.diagram.all_reduce,
             description="all-reduce",
         )
-        self._picture = ipywidgets.HTML()
-        self._about = ipywidgets.HTML()
+        self._picture = ThemedHTML()
+        self._about = ThemedHTML()
         self.children = [self._menu, self._picture, self._about]
         self.all_reduce = self.diagram.all_reduce
         traitlets.link((self._menu, "value"), (self, "all_reduce"))
@@ -351,6 +374,7 @@ class TopologyView(SnapshotMixin, ipywidgets.VBox):
         html = self.diagram._repr_html_()
         self.set_trait("svg", self.diagram.svg())
         self._picture.value = html
+        announce(self, self.diagram.summary())
 
     def snapshot_html(self) -> str:
         """The diagram currently shown, as HTML with inline SVG.

@@ -1,0 +1,100 @@
+"""What every widget shares for keyboard and screen-reader users: its stylesheet, live region.
+
+Stock ipywidgets (7.7.1 to 8) give a control a name only through its ``description`` (a
+``<label>`` tied to the input in 8, beside it in 7) or its ``tooltip`` (a button's title),
+and an HTML widget any markup, ``role`` and ``aria-live`` included, but no attribute on a
+control itself. So every widget here is a box of stock controls, each with a description,
+and one :class:`Status`: an HTML widget holding a polite live region whose text says what
+the last change of state was. :data:`STYLE` rides along in it: the palette's dark values
+(:data:`mirrorkit.report.style.THEME_CSS`) and a 2 px focus ring.
+
+Example:
+    >>> import ipywidgets
+    >>> box = ipywidgets.VBox()
+    >>> announce(box, "step 1 of 6")
+    >>> box.children[-1].text, "mw-widget" in box._dom_classes
+    ('step 1 of 6', True)
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import ipywidgets
+import traitlets
+
+from mirrorkit.report import style
+
+STYLE = f"<style>{style.THEME_CSS}{style.FOCUS_CSS}</style>"
+SHORT = 240  # characters: an announcement is a summary, not the whole drawing
+_TAGS = re.compile(r"<(style|script|title)\b.*?</\1>|<[^>]+>", re.S | re.I)
+
+
+class Status(ipywidgets.HTML):
+    """A polite live region (``role="status"``), visually hidden, and the widgets' stylesheet.
+
+    Example:
+        >>> status = Status("ready")
+        >>> 'aria-live="polite"' in status.value, status.text
+        (True, 'ready')
+    """
+
+    text = traitlets.Unicode("", help="What the region says now.")
+
+    def __init__(self, text: str = "", **kwargs):
+        super().__init__(**kwargs)
+        self.add_class("mw-status-box")
+        self.text = text
+        self._draw()
+        self.observe(self._draw, names="text")
+
+    def _draw(self, change=None) -> None:
+        self.value = (
+            f'{STYLE}<div class="mw-status" role="status" aria-live="polite" '
+            f'aria-atomic="true">{html.escape(self.text)}</div>'
+        )
+
+
+class ThemedHTML(ipywidgets.HTML):
+    """An HTML widget whose palette colours follow the page's theme (``style.themed``).
+
+    Example:
+        >>> ThemedHTML('<b style="color:#cf222e">x</b>').value
+        '<b style="color:var(--mw-bad,#cf222e)">x</b>'
+    """
+
+    @traitlets.validate("value")
+    def _themed(self, proposal) -> str:
+        return style.themed(proposal["value"])
+
+
+def text_of(markup: str) -> str:
+    """The words of an HTML fragment, one line, at most :data:`SHORT` characters.
+
+    Example:
+        >>> text_of("<style>b{}</style><b>step 2</b>:  <i>reduce</i>")
+        'step 2: reduce'
+    """
+    words = " ".join(html.unescape(_TAGS.sub(" ", markup)).split()).replace(" :", ":")
+    return words if len(words) <= SHORT else words[: SHORT - 1] + "…"
+
+
+def announce(widget: ipywidgets.Box, text: str) -> None:
+    """Say ``text`` in the widget's live region (made, and kept last among its children).
+
+    Example:
+        >>> box = ipywidgets.VBox()
+        >>> announce(box, "a"); announce(box, "b")
+        >>> len(box.children), box.children[0].text
+        (1, 'b')
+    """
+    status = getattr(widget, "_mw_status", None)
+    if status is None or status.comm is None:  # none yet, or closed with its box's children
+        kept = tuple(child for child in widget.children if child is not status)
+        status = widget._mw_status = Status()
+        widget.add_class("mw-widget")
+        widget.children = (*kept, status)
+    elif status not in widget.children:
+        widget.children = (*widget.children, status)
+    status.text = text
