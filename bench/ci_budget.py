@@ -11,10 +11,13 @@ measured them, hardly do. Their sum over CI's 2 cores is the least wall time a r
 
     python3 bench/ci_budget.py [path/to/test-times.json]
     python3 bench/ci_budget.py --write-durations   # remake tests/durations.json
+    python3 bench/ci_budget.py --expected          # the last run's EXPECTED (timing.py)
 
 The second form remakes the seconds of unit tests per test file that balance the unit-test
 shards, from the reference job's reports of the last run
 (test-artifacts/test-logs/reference--unit-tests-*.xml); a file without unit tests gets 0.
+The third prints the last run's wall seconds per stage as bookbuild/timing.py's EXPECTED,
+which orders the stages: paste it there after a run on a machine like CI's.
 """
 
 import json
@@ -30,6 +33,7 @@ from bookbuild.timing import (  # noqa: E402
     WALL_ALLOWANCE,
     budget_report,
     cpu_floor,
+    expected_seconds,
     file_durations,
 )
 
@@ -41,11 +45,16 @@ def main(argv: list[str]) -> int:
         DURATIONS.write_text(json.dumps(dict(sorted(seconds.items())), indent=1) + "\n")
         print(f"wrote {DURATIONS.relative_to(ROOT)} from {len(reports)} reports")
         return 0
+    expected = "--expected" in argv[1:]
+    argv = [arg for arg in argv if arg != "--expected"]
     path = Path(argv[1]) if len(argv) > 1 else ROOT / "test-artifacts" / "test-times.json"
     if not path.is_file():
         print(f"no stage times at {path}: run `python3 dev.py test` first")
         return 2
     times = json.loads(path.read_text())
+    if expected:
+        print(expected_seconds(times))
+        return 0
     text, within = budget_report(times)
     print(text)
     if floor := cpu_floor(times):

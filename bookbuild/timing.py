@@ -73,7 +73,7 @@ ALLOWANCES = {
 # set on a machine three times faster and their proportions differ (the hosted job's unit
 # tests took 4.4 times theirs, the grading 2 times), so ordered by them the hosted job's unit
 # tests started last and ran alone for the run's last 3.5 minutes. A kind missing here is
-# ordered by its allowance.
+# ordered by its allowance. `python3 bench/ci_budget.py --expected` prints it from the last run.
 EXPECTED = {
     ("reference", "set-up"): 132,
     ("reference", "build"): 178,
@@ -91,7 +91,7 @@ EXPECTED = {
     ("python3.13", "set-up"): 212,
     ("python3.13", "doctests"): 171,
     ("python3.13", "chapters"): 820,
-    ("hosted", "set-up"): 92,
+    ("hosted", "set-up"): 143,  # both installs: Colab's packages, then the test tools
     ("hosted", "hosted execution"): 1060,
     ("hosted", "doctests"): 160,
     ("hosted", "unit tests"): 2875,
@@ -358,6 +358,30 @@ def budget_report(times: dict) -> tuple[str, bool]:
     cells += [f"{times['wall']:.0f}", str(WALL_ALLOWANCE)]
     table.append(("wall time", "", *cells, "OVER" if over else ""))
     return "\n".join(_columns(table)), within
+
+
+def expected_seconds(times: dict) -> str:
+    """A run's wall seconds per job and stage kind, as the source of :data:`EXPECTED`.
+
+    Args:
+        times: What :func:`write_times` wrote, read back.
+
+    Returns:
+        The dict's text, one entry a line, in the run's order.
+
+    Example:
+        >>> print(expected_seconds({"stages": [
+        ...     {"job": "a", "kind": "unit tests", "seconds": 60.4},
+        ...     {"job": "a", "kind": "unit tests", "seconds": 70.0}]}))
+        EXPECTED = {
+            ("a", "unit tests"): 130,
+        }
+    """
+    lines = [
+        f'    ("{job}", "{kind}"): {seconds:.0f},'
+        for (job, kind), seconds in (_totals(times["stages"]).items())
+    ]
+    return "\n".join(["EXPECTED = {", *lines, "}"])
 
 
 def cpu_floor(times: dict, cores: int = CI_CORES) -> str:

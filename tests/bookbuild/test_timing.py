@@ -5,11 +5,13 @@ import json
 from bookbuild.lanes import Stage
 from bookbuild.timing import (
     ALLOWANCES,
+    EXPECTED,
     KINDS,
     RESERVED,
     WALL_ALLOWANCE,
     budget_report,
     cpu_floor,
+    expected_seconds,
     report,
     slowest_tests,
     stage_table,
@@ -73,6 +75,14 @@ def test_the_budget_names_each_stage_over_its_allowance_and_one_without(tmp_path
         "OVER"
     )
     assert not lines["wall", "time"].endswith("OVER")
+
+
+def test_the_expected_seconds_are_of_known_kinds_and_printed_as_they_are_written():
+    assert {kind for _, kind in EXPECTED} <= set(KINDS)
+    rows = [{"job": job, "kind": kind, "seconds": s} for (job, kind), s in EXPECTED.items()]
+    namespace = {}
+    exec(expected_seconds({"stages": rows}), namespace)
+    assert namespace["EXPECTED"] == EXPECTED
 
 
 def test_the_allowances_leave_the_reserved_room_inside_35_minutes():
