@@ -281,10 +281,16 @@ def _keep_fresh(folder: Path, lease: dict) -> None:
 def _beat() -> None:
     while True:
         time.sleep(HEARTBEAT_SECONDS)
-        for folder, run in list(_held.items()):
-            lease, _ = _current(folder)
-            if lease is None or lease.get("run") != run:
-                _held.pop(folder, None)  # given back, or taken over: no longer ours
-                continue
-            with contextlib.suppress(OSError):
-                os.utime(folder / LEASE_FILE)
+        beat_once()
+
+
+def beat_once() -> list[Path]:
+    """Renew the heartbeat of every lease this process holds; the folders still held."""
+    for folder, run in list(_held.items()):
+        lease, _ = _current(folder)
+        if lease is None or lease.get("run") != run:
+            _held.pop(folder, None)  # given back, or taken over: no longer ours
+            continue
+        with contextlib.suppress(OSError):
+            os.utime(folder / LEASE_FILE)
+    return sorted(_held)

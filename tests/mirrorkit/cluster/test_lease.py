@@ -138,3 +138,19 @@ def test_a_runs_workers_are_one_writer_and_the_owner_frees_the_lease(tmp_path, m
     assert _lease.release_run(run_dir) == [str(folder.resolve() / _lease.LEASE_FILE)]
     assert not (folder / _lease.LEASE_FILE).exists() and not unfinished.exists()
     assert sorted(p.name for p in folder.iterdir()) == [".worker-1"]  # no lock file left
+
+
+def test_the_heartbeat_renews_what_is_held_and_lets_go_of_what_was_taken_over(tmp_path, sleeper):
+    kept, lost = tmp_path / "kept", tmp_path / "lost"
+    for folder in (kept, lost):
+        folder.mkdir()
+        _lease.take(folder)
+        then = time.time() - 50
+        os.utime(folder / _lease.LEASE_FILE, (then, then))
+    foreign_lease(lost, sleeper.pid)  # another run took it over meanwhile
+
+    held = _lease.beat_once()
+
+    assert kept in held and lost not in held
+    assert time.time() - (kept / _lease.LEASE_FILE).stat().st_mtime < 10  # renewed
+    assert lease_of(lost)["pid"] == sleeper.pid  # left to its new holder
