@@ -107,7 +107,7 @@ SETTINGS: dict[str, tuple[Setting, ...]] = {
     "08_scaling_rule": (
         Setting("BASE", 0.1, None, 10.0, "a learning rate", whole=False, above=0),
         Setting("REPLICAS", 8, 1, 1024, "replicas of the same batch"),
-        Setting("WARMUP", 8, 0, 10_000, "steps of warm-up (0: none)"),
+        Setting("WARMUP", 8, 0, 10_000, "steps of warm-up, 0 for none"),
         Setting("STEPS", 12, 1, 200, "the lab prints a bar per step"),
     ),
 }
