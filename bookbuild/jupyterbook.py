@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from bookbuild import ROOT
 from bookbuild.manifest import load_manifest
 from bookbuild.shell import run, say
 
@@ -32,6 +33,9 @@ BOOK_EXTENSIONS = (
     "sphinx.ext.intersphinx",
     "sphinx_design",
     "sphinx_book_theme",
+    # The API reference's directive and the chapters' links to it (bookbuild/apiref.py);
+    # local_extensions below puts the project on sys.path for it.
+    "bookbuild.apiref",
 )
 
 
@@ -75,7 +79,8 @@ def jupyter_book_files(manifest: dict) -> tuple[dict, dict]:
                     ["*", "application/vnd.jupyter.widget-view+json", None]
                 ],
                 "nb_ipywidgets_js": {},
-            }
+            },
+            "local_extensions": {"bookbuild.apiref": str(ROOT)},
         },
     }
     toc = {
@@ -83,7 +88,9 @@ def jupyter_book_files(manifest: dict) -> tuple[dict, dict]:
         "root": Path(book["root"]).with_suffix("").as_posix(),
         "chapters": [
             {"file": Path(c["file"]).with_suffix("").as_posix()} for c in manifest["chapters"]
-        ],
+        ]
+        # Pages after the chapters ([book] pages): the API reference, your own code.
+        + [{"file": Path(page).with_suffix("").as_posix()} for page in book.get("pages", [])],
     }
     return config, toc
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mirrorkit._validate import refuse, require_number
+from mirrorkit._validate import refuse, require_number, require_strategy
 from mirrorkit.report.render import Line, Report, Reported
 from mirrorkit.report.values import short_device, summarize
 
@@ -137,7 +137,7 @@ class ReplicaTable(Reported):
         )
 
 
-def inspect(value, *, atol: float = 0.0) -> ReplicaTable:
+def inspect(value, *, atol: float = 0.0, strategy=None) -> ReplicaTable:
     """Show where each copy of a (possibly distributed) value lives and what it holds.
 
     Accepts what ``tf.distribute`` hands you: the ``PerReplica`` result of
@@ -150,6 +150,10 @@ def inspect(value, *, atol: float = 0.0) -> ReplicaTable:
         atol: Largest absolute difference for mirrored copies to count as in sync.
             The default ``0.0`` asks for identical copies, which is what
             ``MirroredStrategy`` keeps.
+        strategy: The strategy that made the value (optional). Copies returned by a
+            ``tf.function`` are reported by TensorFlow on the device that called it, the
+            same for every replica; given the strategy (or inside its scope), the device
+            column shows each replica's own device instead, and a note says so.
 
     Returns:
         A :class:`ReplicaTable`; it prints as text and shows as HTML in notebooks.
@@ -172,6 +176,8 @@ def inspect(value, *, atol: float = 0.0) -> ReplicaTable:
     import tensorflow as tf
 
     require_number("atol", atol, write="e.g. atol=1e-6")
+    if strategy is not None:
+        require_strategy(strategy, "mk.inspect(value, strategy=strategy)")
     if not atol >= 0:
         write = "e.g. atol=1e-6, or 0.0 for exact"
         refuse("atol", atol, must=">= 0", write=write, error=ValueError)
@@ -194,7 +200,45 @@ def inspect(value, *, atol: float = 0.0) -> ReplicaTable:
         rows = tuple(row for name, item in items for row in _rows(item, name, atol))
         return ReplicaTable(title=f"{len(items)} values", rows=rows)
     rows = _rows(value, "", atol)
-    return ReplicaTable(title=_title(value, rows), rows=rows, notes=_notes(value, rows))
+    rows, moved = _producers(rows, strategy)
+    notes = _notes(value, rows) + moved
+    return ReplicaTable(title=_title(value, rows), rows=rows, notes=notes)
+
+
+def _producers(rows: tuple[ReplicaRow, ...], strategy) -> tuple[tuple[ReplicaRow, ...], tuple]:
+    """The rows with each replica's own device where TensorFlow reports the caller's, a note.
+
+    Outputs of a ``tf.function`` that ran ``strategy.run`` all carry the calling device.
+    """
+    import dataclasses
+
+    import tensorflow as tf
+
+    reported = {row.device for row in rows}
+    if len(rows) < 2 or len(reported) != 1 or rows[0].kind not in (PER_REPLICA, MIRRORED_VALUE):
+        return rows, ()
+    caller = reported.pop()
+    if strategy is None and tf.distribute.has_strategy():
+        strategy = tf.distribute.get_strategy()
+    if strategy is not None:
+        from mirrorkit.devices import replica_devices
+
+        devices = replica_devices(strategy)
+        if len(devices) == len(rows):
+            rows = tuple(
+                dataclasses.replace(row, device=short_device(device))
+                for row, device in zip(rows, devices, strict=True)
+            )
+            return rows, (
+                f"TensorFlow reports {caller} for every copy: they came out of a tf.function, "
+                "whose outputs carry the device that called it. The device column shows the "
+                "device each replica ran on, from the strategy.",
+            )
+    return rows, (
+        f"TensorFlow reports {caller} for every copy: they came out of a tf.function, whose "
+        "outputs carry the device that called it, not the one that computed them. Pass the "
+        "strategy to see each replica's own device: mk.inspect(value, strategy=strategy).",
+    )
 
 
 def _plain_number(value) -> bool:

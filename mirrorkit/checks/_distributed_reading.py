@@ -103,12 +103,31 @@ def without_ids(spec, tf, what: str) -> Exception | None:
         return ValueError(
             f"{what} is not batched: {where} is a single value, with no batch dimension; " + fix
         )
-    if ids.shape.rank != 1:
+    if ids.shape.rank is None or (ids.shape.rank > 1 and batched_twice(spec) is None):
         return TypeError(
             f"{what} has ids of shape {ids.shape}; the preview needs one integer id per "
-            f"example, shape (batch,). {hint}"
+            f"example, shape (batch,) (a dataset batched twice has ids of shape (batch, "
+            f"batch): call .batch() once). {hint}"
         )
-    return None
+    return None  # ids of shape (None, None, ...): batched twice, which the preview shows
+
+
+def batched_twice(spec) -> tuple | None:
+    """The ids' shape when the elements are batched more than once, else None.
+
+    Batched twice, ids have two leading dimensions of unknown size, ``(None, None)``; ids of
+    shape ``(None, 3)`` are a vector per example instead.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> batched_twice(tf.data.Dataset.range(8).batch(4).batch(2).element_spec)
+        (None, None)
+    """
+    ids, _ = _id_spec(spec)
+    shape = getattr(ids, "shape", None)
+    if shape is None or shape.rank is None or shape.rank < 2 or shape[1] is not None:
+        return None
+    return tuple(shape.as_list())
 
 
 def static_batch_size(dataset) -> int | None:
@@ -164,7 +183,7 @@ def _per_replica(strategy, element):
     for value in strategy.experimental_local_results(element):
         ids_tensor, _ = _id_spec(value)
         flat = tf.nest.flatten(value)
-        ids = tuple(int(i) for i in ids_tensor.numpy().tolist())
+        ids = tuple(int(i) for i in ids_tensor.numpy().reshape(-1).tolist())
         shapes = tuple(tuple(t.shape.as_list()) for t in flat)
         parts.append((ids, shapes, short_device(ids_tensor.device)))
     return parts

@@ -29,8 +29,10 @@ _GOOD_STEPS = (
 _GOOD_REGULARIZATION = "loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))"
 
 
-def fit(gradient, data, reg):
+def fit(gradient, data, reg, tolerance=1e-3):
     """Fit ``gradient ~ c * data + d * reg``; return c, d and whether the fit explains it.
+
+    It explains it when what is left is at most ``tolerance`` of the gradient's length.
 
     Example:
         >>> import numpy as np
@@ -49,7 +51,7 @@ def fit(gradient, data, reg):
     coefficients, *_ = np.linalg.lstsq(matrix, gradient, rcond=None)
     residual = float(np.linalg.norm(gradient - matrix @ coefficients))
     found = dict(zip(kinds, coefficients, strict=True))
-    explained = residual <= 1e-3 * scale + 1e-7
+    explained = residual <= tolerance * scale + 1e-7
     return float(found.get("data", math.nan)), float(found.get("reg", math.nan)), explained
 
 
@@ -200,23 +202,30 @@ def _loss_name(loss) -> str:
     return getattr(loss, "__name__", None) or type(loss).__name__
 
 
-def diagnose(*, equivalent, explained, example_weights, reg_weights, sizes, ratio, loss, **tol):
+def diagnose(
+    *, equivalent, explained, example_weights, reg_weights, sizes, ratio, loss, precision, **tol
+):
     """``(cause, message)`` for the measured step: the verdict and what to change.
 
-    ``tol`` holds ``global_batch``, ``rtol`` and ``atol``.
+    ``tol`` holds ``global_batch``; ``precision`` is a
+    :class:`~mirrorkit.checks._splits.Precision`, its tolerance in words.
 
     Example:
+        >>> from mirrorkit.checks._splits import Precision
         >>> diagnose(equivalent=False, explained=True, example_weights=[4.0, 4.0],
         ...     reg_weights=None, sizes=(4, 4), ratio=4.0, loss="mse", global_batch=8,
-        ...     rtol=1e-4, atol=1e-6)[0]
+        ...     precision=Precision("float32", "float32", 1e-4, 1e-6))[0]
         'sum reduction'
     """
-    b, rtol, atol = tol["global_batch"], tol["rtol"], tol["atol"]
+    b = tol["global_batch"]
     if equivalent:
-        message = (
-            f"The distributed step applies the single-device gradient (rtol {number(rtol)}, "
-            f"atol {number(atol)})."
-        )
+        message = f"The distributed step applies the single-device gradient ({precision.words()})."
+        if precision.mixed:
+            message += (
+                f" Under {precision.policy} the model computes in {precision.name}, so two "
+                "right steps that add the same numbers in another order differ by about its "
+                "precision: a tighter tolerance would blame rounding, not the loss."
+            )
         if len(sizes) == 1:
             message += (
                 " With one replica that says nothing about the replicas: a loss that ignores "
@@ -225,6 +234,8 @@ def diagnose(*, equivalent, explained, example_weights, reg_weights, sizes, rati
             )
         return RIGHT, message
     head = f"The distributed gradient is {number(ratio)}x the single-device one. "
+    if precision.mixed:
+        head = f"{head[:-2]} ({precision.words()}). "
     if not explained:
         return OTHER, head + (
             "It is not a rescaling of the right gradient: check that compute_loss uses the "
@@ -241,8 +252,21 @@ def diagnose(*, equivalent, explained, example_weights, reg_weights, sizes, rati
     if reg_weights is not None:
         reg_cause, reg_message = _regularization_cause(reg_weights, len(sizes))
         if reg_cause != RIGHT:
-            return reg_cause, head + reg_message
+            return reg_cause, _regularization_head(reg_weights, len(sizes)) + reg_message
     return OTHER, head + "Compare the gradients weight by weight below."
+
+
+def _regularization_head(weights, n) -> str:
+    """The headline when the data loss is right and only the regularization differs.
+
+    Example:
+        >>> _regularization_head([4.0, 4.0], 4)
+        'The data loss is right; the regularization is counted 4 times instead of once. '
+    """
+    measured = [w for w in weights if not math.isnan(w)]
+    counted = sum(measured) / len(measured) if measured else math.nan
+    times = "not at all" if abs(counted) < 1e-3 else f"{number(counted)} times"
+    return f"The data loss is right; the regularization is counted {times} instead of once. "
 
 
 def notes(sizes, b, n, mean_of_means, data_loss, cause, empty_loss) -> tuple[str, ...]:
@@ -267,11 +291,6 @@ def notes(sizes, b, n, mean_of_means, data_loss, cause, empty_loss) -> tuple[str
             "(0,), not a scalar 0: a Keras loss skips its reduction on an empty batch. Its "
             "gradient is 0, but reducing the replicas' losses may fail; "
             "tf.nn.compute_average_loss returns 0 there."
-        )
-    if n > 1 and len(set(sizes)) == 1 and cause == RIGHT:
-        found.append(
-            f"Every replica got {sizes[0]} examples. A last batch that does not divide by "
-            f"{n} splits unevenly: run the check on such a batch too."
         )
     if not math.isclose(mean_of_means, data_loss, rel_tol=1e-5, abs_tol=1e-7):
         found.append(

@@ -24,9 +24,41 @@ def build_model(tf, model_fn, x):
             write=write,
             got=got,
         )
-    if not model.built:
-        model(tf.nest.map_structure(lambda a: a[:1], x))
+    if not model.built:  # a model without keras.Input: built on one example of x
+        try:
+            model(tf.nest.map_structure(lambda a: a[:1], x))
+        except Exception as error:  # noqa: BLE001 - Keras's own words, named below
+            _refuse_inputs(model, x, error)
     return model
+
+
+def _structure(x) -> str:
+    """What ``x`` is, in a few words: "a dict with keys 'a', 'b'", "a tuple of 2", "an array"."""
+    if isinstance(x, dict):
+        return "a dict with keys " + ", ".join(repr(k) for k in x)
+    if isinstance(x, list | tuple):
+        return f"a {type(x).__name__} of {len(x)} arrays"
+    return f"one array of shape {tuple(getattr(x, 'shape', ()))}"
+
+
+def _refuse_inputs(model, x, error) -> None:
+    """Refuse a batch whose ``x`` the model cannot take, naming the model's shape."""
+    names = [getattr(t, "name", "") for t in getattr(model, "inputs", None) or []]
+    if isinstance(x, dict) and not names:
+        fix = (
+            "x as the one array its first layer takes, or build the model from "
+            "keras.Input(shape, name=KEY) layers (a functional model) and key x by those names"
+        )
+    elif names:
+        fix = f"x structured as the model's inputs ({', '.join(map(repr, names))})"
+    else:
+        fix = "x as the model's call(x) takes it"
+    refuse(
+        "batch",
+        must=f"a batch (x, y) whose x the model takes; model_fn builds {describe_model(model)}",
+        got=f"x as {_structure(x)}, which the model cannot take (Keras: {type(error).__name__})",
+        write=f"batch=(x, y) with {fix}",
+    )
 
 
 def check_layers(model) -> None:
@@ -52,6 +84,54 @@ def check_layers(model) -> None:
         write = f"a model_fn for the check only that builds the same model, but let it {fix}"
         must = "a function building a model that acts the same on every replica"
         refuse("model_fn", must=must, got=got, write=write, error=ValueError)
+
+
+def per_example_values(tf, per_example_loss, y, prediction):
+    """One loss per example: with several outputs, the sum of each output's loss (as fit adds).
+
+    ``y`` has the structure of ``prediction`` (a dict with the same keys, or a list).
+    """
+    outputs = tf.nest.flatten(prediction)
+    labels = tf.nest.flatten(y) if len(outputs) > 1 else [y]
+    if len(labels) != len(outputs):
+        raise ValueError(f"{len(labels)} labels for {len(outputs)} outputs")
+    total = 0.0
+    for label, output in zip(labels, outputs, strict=True):
+        values = per_example_loss(tf.convert_to_tensor(label), output)
+        total += tf.reshape(tf.cast(tf.convert_to_tensor(values), tf.float32), [-1])
+    return total
+
+
+def describe_model(model) -> str:
+    """The model's shape in words: its kind, inputs and outputs.
+
+    Example:
+        >>> import keras
+        >>> describe_model(keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]))
+        'a Sequential model with 1 input and 1 output'
+    """
+    import keras
+
+    if isinstance(model, keras.Sequential):
+        kind = "a Sequential model"
+    elif getattr(model, "_is_graph_network", False) or type(model).__name__ == "Functional":
+        kind = "a functional model"
+    else:
+        kind = f"a subclassed model ({type(model).__name__})"
+    try:
+        inputs, outputs = model.inputs, model.outputs
+    except (AttributeError, ValueError):
+        inputs = outputs = None
+    if not inputs or not outputs:
+        return f"{kind} without keras.Input" if isinstance(model, keras.Sequential) else kind
+
+    def count(things, word, structure):
+        named = " (named, a dict)" if isinstance(structure, dict) else ""
+        return f"{len(things)} {word}{'' if len(things) == 1 else 's'}{named}"
+
+    ins = count(inputs, "input", getattr(model, "_inputs_struct", None))
+    outs = count(outputs, "output", getattr(model, "_outputs_struct", None))
+    return f"{kind} with {ins} and {outs}"
 
 
 def flat_float64(arrays) -> np.ndarray:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,11 +24,19 @@ import numpy as np
 
 from mirrorkit._validate import refuse, require_batch, require_callable, require_strategy
 from mirrorkit.checks import _logits
+from mirrorkit.checks._learner_loss import probe_compute_loss, scalar_loss, shapes, why
 from mirrorkit.checks._learner_runs import guarded, traced_learner_error
 from mirrorkit.checks._logits import from_logits_of
 from mirrorkit.checks._loss_causes import diagnose, fit, notes
-from mirrorkit.checks._steps import build_model, check_layers, flat_float64, gradient_ratio
-from mirrorkit.checks.result import NOT_ATTEMPTED
+from mirrorkit.checks._splits import Precision, distributed_batch, splits_verdict, uneven_split
+from mirrorkit.checks._steps import (
+    build_model,
+    check_layers,
+    describe_model,
+    flat_float64,
+    gradient_ratio,
+    per_example_values,
+)
 from mirrorkit.checks.step_equivalence import (
     FROM_LOGITS,
     NO_LOSS,
@@ -38,7 +45,6 @@ from mirrorkit.checks.step_equivalence import (
     StepEquivalence,
     WeightGradient,
 )
-from mirrorkit.report.values import error_lines
 
 CALL = 'mk.check_step_equivalence(compute_loss, strategy, model_fn, batch, loss="mse")'
 _LOSS_KINDS = "a Keras loss name, a keras.losses.Loss or a function loss(y_true, y_pred)"
@@ -86,8 +92,8 @@ def check_step_equivalence(
     batch,
     *,
     loss="mse",
-    rtol: float = 1e-4,
-    atol: float = 1e-6,
+    rtol: float | None = None,
+    atol: float | None = None,
 ) -> StepEquivalence:
     """Run one step of a custom training loop under ``strategy`` and on one device; compare.
 
@@ -109,6 +115,12 @@ def check_step_equivalence(
     much each replica's examples weigh relative to the right ``1 / global_batch``,
     and how many times the regularization is counted (docs/design/checks.md).
 
+    A loss can be right when the replicas get equal shares and wrong otherwise, so when
+    the strategy splits ``batch`` evenly the check also runs one uneven split of the same
+    examples (one moved from the last replica to the first) and says which splits it
+    tried. Under a mixed-precision policy (``mixed_float16``, ``mixed_bfloat16``) the
+    gradients are compared at the policy's precision, and the verdict names it.
+
     Args:
         compute_loss: The learner's per-replica loss: ``compute_loss(model, x, y)``
             returns the scalar loss one replica differentiates (``...``: not attempted).
@@ -120,8 +132,10 @@ def check_step_equivalence(
         loss: The loss meant to be minimised, per example: a Keras loss name such as
             ``"mse"``, a ``keras.losses.Loss`` (its reduction is ignored) or a
             function ``loss(y_true, y_pred)`` returning one value per example.
-        rtol: Relative tolerance of the gradient comparison.
-        atol: Absolute tolerance of the gradient comparison.
+        rtol: Relative tolerance of the gradient comparison (None: 1e-4 for a float32
+            model; 4 epsilons of the compute dtype, of the largest gradient element,
+            under a mixed-precision policy).
+        atol: Absolute tolerance of the gradient comparison (None: 1e-6).
 
     Returns:
         A :class:`StepEquivalence`, a :class:`~mirrorkit.CheckResult`. When
@@ -152,9 +166,35 @@ def check_step_equivalence(
         plain mean, or a Keras loss divided by the replicas again) gives this gradient too.
         Compare with 2 or more replicas (mk.simulate_replicas).
     """
+    return step_equivalence(
+        compute_loss, strategy, model_fn, batch, loss=loss, rtol=rtol, atol=atol
+    )
+
+
+def step_equivalence(compute_loss, strategy, model_fn, batch, *, loss, rtol, atol, uneven=True):
+    """:func:`check_step_equivalence`; ``uneven`` False tries the strategy's split only.
+
+    For a check that tries several batches and needs the uneven split once.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> step_equivalence(..., mk.make_strategy(), None, None, loss="mse", rtol=None,
+        ...     atol=None)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: model_fn must be ...
+    """
     import tensorflow as tf
 
-    x, y, global_batch = _arguments(tf, compute_loss, strategy, model_fn, batch)
+    x, y, examples = _arguments(tf, compute_loss, strategy, model_fn, batch)
+    return _verdict(
+        tf, compute_loss, strategy, model_fn, (x, y, examples), loss, rtol, atol, uneven
+    )
+
+
+def _verdict(tf, compute_loss, strategy, model_fn, batch, loss, rtol, atol, uneven=True):
+    """The verdict on the strategy's own split and, if that is even, one uneven split too."""
+    x, y, global_batch = batch
     per_example_loss = resolve_loss(loss)
     reference = build_model(tf, model_fn, x)
     check_layers(reference)
@@ -169,14 +209,39 @@ def check_step_equivalence(
             write="model_fn=build_model where build_model() returns a model with a Dense layer",
             error=ValueError,
         )
-    tolerance = {"global_batch": global_batch, "rtol": rtol, "atol": atol}
-    step = _run_distributed(tf, strategy, model, compute_loss, (x, y), global_batch)
+    precision = Precision.of(reference, rtol, atol)
+    judge = functools.partial(
+        _one_split,
+        tf,
+        strategy,
+        model,
+        reference,
+        compute_loss,
+        (per_example_loss, loss),
+        (x, y),
+        precision,
+    )
+    first = judge(None)
+    n = strategy.num_replicas_in_sync
+    if not (uneven and first.equivalent and n > 1 and len(set(first.replica_batches)) == 1):
+        tried = (first.replica_batches,) if first.replica_batches else ()
+        return dataclasses.replace(first, splits=tried)
+    second = judge(uneven_split(first.replica_batches))
+    return splits_verdict(first, second)
+
+
+def _one_split(tf, strategy, model, reference, compute_loss, losses, data, precision, split):
+    """The verdict on one split of the batch: the strategy's own (``split`` None) or given."""
+    per_example_loss, loss = losses
+    x, y = data
+    tolerance = {"global_batch": _examples(tf, x), "rtol": precision.rtol, "atol": precision.atol}
+    step = _run_distributed(tf, strategy, model, compute_loss, data, split)
     if isinstance(step, str):
         return _no_loss(step, strategy.num_replicas_in_sync, **tolerance)
     single = _single_device(tf, reference, per_example_loss, loss, x, y)
-    result = _compare(tf, step, single, reference, per_example_loss, loss, **tolerance)
+    result = _compare(tf, step, single, reference, per_example_loss, loss, precision, **tolerance)
     if result.cause == OTHER and from_logits_of(loss) is not None:
-        return _other_reading(tf, result, step, reference, loss, (x, y))
+        return _other_reading(tf, result, step, reference, loss, data, precision)
     return result
 
 
@@ -243,12 +308,11 @@ class _Distributed:
     names: list  # the weights' paths
 
 
-def _run_distributed(tf, strategy, model, compute_loss, data, global_batch):
-    """The step on the split the strategy really makes, or why ``compute_loss`` gave no loss."""
-    dataset = tf.data.Dataset.from_tensor_slices(data).batch(global_batch)
-    dist_x, dist_y = next(iter(strategy.experimental_distribute_dataset(dataset)))
+def _run_distributed(tf, strategy, model, compute_loss, data, split):
+    """The step on the strategy's split (or ``split``), or why ``compute_loss`` gave no loss."""
+    dist_x, dist_y = distributed_batch(tf, strategy, data, split)
     local = strategy.experimental_local_results
-    problem = _probe(tf, compute_loss, model, local(dist_x)[0], local(dist_y)[0])
+    problem = probe_compute_loss(tf, compute_loss, model, local(dist_x)[0], local(dist_y)[0])
     if problem is not None:
         return problem
     variables = model.trainable_variables
@@ -259,7 +323,7 @@ def _run_distributed(tf, strategy, model, compute_loss, data, global_batch):
     def replica_step(x_r, y_r):
         with tf.GradientTape() as tape:
             value = checked(model, x_r, y_r)
-        value = _scalar_loss(tf, value, empty_losses, problems)
+        value = scalar_loss(tf, value, empty_losses, problems)
         gradients = tape.gradient(value, variables)
         none_gradients.append(all(g is None for g in gradients))
         gradients = [
@@ -312,101 +376,6 @@ def _examples(tf, structure) -> int:
     return int(np.shape(tf.nest.flatten(structure)[0])[0])
 
 
-# ------------------------------------------------------------ the learner's compute_loss
-
-
-def _loss_problem(tf, value) -> str | None:
-    """What is wrong with what ``compute_loss`` returned, or None for a loss tensor."""
-    if value is None:
-        return (
-            "compute_loss returned None: end it with `return loss`, the scalar loss of "
-            "this replica."
-        )
-    if isinstance(value, tuple | list | dict):
-        return (
-            f"compute_loss returned a {type(value).__name__}: return only the loss, one "
-            "scalar tensor; compute gradients and metrics outside it."
-        )
-    try:
-        value = tf.convert_to_tensor(value)
-    except (TypeError, ValueError):
-        return (
-            f"compute_loss returned a {type(value).__name__}, not a tensor: return the "
-            "loss computed from model(x)."
-        )
-    empty = value.shape.rank == 1 and value.shape[0] == 0
-    if value.shape.rank != 0 and not empty:
-        return (
-            f"compute_loss returned a loss of shape {value.shape}, not a scalar: reduce "
-            "the per-example losses, e.g. tf.nn.compute_average_loss(per_example, "
-            "global_batch_size=GLOBAL_BATCH)."
-        )
-    return None
-
-
-def _scalar_loss(tf, value, empty_losses: list, problems: list):
-    """The loss one replica differentiates; a problem is noted and its loss is 0."""
-    problem = _loss_problem(tf, value)
-    if problem is not None:
-        problems.append(problem)
-        return tf.constant(0.0)
-    value = tf.convert_to_tensor(value)
-    if value.shape.rank == 1:
-        # A Keras loss returns its empty per-example values, not 0, for an empty batch.
-        empty_losses.append(True)
-        return tf.reduce_sum(value)
-    return value
-
-
-def _probe(tf, compute_loss, model, x, y) -> str | None:
-    """Call ``compute_loss`` once, eagerly, on one replica's share; what is wrong, or None.
-
-    Its mistakes then read as a sentence, before ``tf.function`` would wrap them in its
-    own traceback text ("in user code: ...").
-    """
-    if compute_loss is Ellipsis:
-        return NOT_ATTEMPTED.message
-    if not callable(compute_loss):
-        return (
-            f"compute_loss must be a function compute_loss(model, x, y) returning the loss, "
-            f"got {type(compute_loss).__name__}."
-        )
-    try:
-        inspect.signature(compute_loss).bind(model, x, y)
-    except TypeError:
-        name = getattr(compute_loss, "__name__", type(compute_loss).__name__)
-        return (
-            f"compute_loss must take three arguments, compute_loss(model, x, y); "
-            f"yours is {name}{inspect.signature(compute_loss)}."
-        )
-    except ValueError:  # no signature to read (a builtin): let the call tell
-        pass
-    try:
-        value = compute_loss(model, x, y)
-    except Exception as error:  # noqa: BLE001 - the learner's code: a verdict, not a traceback
-        return (
-            f"compute_loss(model, x, y) failed on one replica's share of the batch "
-            f"(x of shape {_shapes(x)}, y of shape {_shapes(y)}): {_why(error)}. Check that "
-            "the model takes x as it is (the same features as the data) and that the loss "
-            "compares model(x) with y."
-        )
-    return _loss_problem(tf, value)
-
-
-def _why(error: BaseException) -> str:
-    """'TypeName: what went wrong', in one line of at most 200 characters."""
-    lines = error_lines(error)
-    text = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
-    return text.rstrip(".") if len(text) <= 200 else text[:197] + "..."
-
-
-def _shapes(structure) -> str:
-    import tensorflow as tf
-
-    shapes = [tuple(np.shape(leaf)) for leaf in tf.nest.flatten(structure)]
-    return str(shapes[0]) if len(shapes) == 1 else str(shapes)
-
-
 # ---------------------------------------------------------------- the one-device reference
 
 
@@ -419,8 +388,10 @@ def _single_device(tf, model, per_example_loss, loss, x, y):
         prediction = model(x, training=False)
         raise ValueError(  # the wording the tests pin has a colon of its own
             f"the reference loss ({name}) cannot score this model: predictions of shape "
-            f"{tuple(prediction.shape)} against labels of shape {_shapes(y)} "
-            f"({_why(error)}). Pass the loss your compute_loss uses as loss=..., e.g. "
+            f"{shapes(prediction)} against labels of shape {shapes(y)} ({why(error)}). The "
+            f"model is {describe_model(model)}: give y the structure of its outputs (a dict "
+            "with the same keys for named outputs) and pass the loss your compute_loss "
+            "uses as loss=..., e.g. "
             "loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True) for class "
             "indices and logits."
         ) from None
@@ -430,9 +401,7 @@ def _reference_gradients(tf, model, per_example_loss, x, y, summed=False):
     """Gradients of the data loss (mean, or sum if ``summed``) and of the regularization."""
     variables = model.trainable_variables
     with tf.GradientTape(persistent=True) as tape:
-        prediction = model(x, training=True)
-        values = tf.convert_to_tensor(per_example_loss(tf.convert_to_tensor(y), prediction))
-        values = tf.reshape(tf.cast(values, tf.float32), [-1])
+        values = per_example_values(tf, per_example_loss, y, model(x, training=True))
         data = tf.reduce_sum(values) if summed else tf.reduce_mean(values)
         reg = tf.add_n([tf.cast(v, tf.float32) for v in model.losses]) if model.losses else None
     data_grad = _dense(tf, tape.gradient(data, variables), variables)
@@ -456,7 +425,7 @@ def _dense(tf, gradients, variables):
 # ------------------------------------------------------------------------ the comparison
 
 
-def _replica_weights(tf, step, reference, per_example_loss, reg_grad, global_batch):
+def _replica_weights(tf, step, reference, per_example_loss, reg_grad, global_batch, precision):
     """Per replica, how much its examples and the regularization weigh in its gradient."""
     sizes = tuple(_examples(tf, part) for part in step.replica_x)
     n = len(sizes)
@@ -470,26 +439,24 @@ def _replica_weights(tf, step, reference, per_example_loss, reg_grad, global_bat
             found = _reference_gradients(tf, reference, per_example_loss, rx, ry, summed=True)
             piece = flat_float64(found[0])
             replica_means.append(float(np.mean(found[4])))
-        c, d, ok = fit(flat_float64(grads), piece, flat_reg)
+        c, d, ok = fit(flat_float64(grads), piece, flat_reg, precision.fit_tolerance)
         example_weights.append(c * global_batch)
         reg_weights.append(d * n)
         explained = explained and ok
     return sizes, example_weights, reg_weights, replica_means, explained
 
 
-def _compare(tf, step, single, reference, per_example_loss, loss, **tolerance):
+def _compare(tf, step, single, reference, per_example_loss, loss, precision, **tolerance):
     """The distributed step against the reference: the verdict, its cause and the rows."""
     data_grad, reg_grad, data_loss, reg_loss, _ = single
     global_batch, rtol, atol = tolerance["global_batch"], tolerance["rtol"], tolerance["atol"]
     ref_grad = [d + r for d, r in zip(data_grad, reg_grad, strict=True)]
     has_reg = any(np.any(r) for r in reg_grad)
     sizes, example_weights, reg_weights, replica_means, explained = _replica_weights(
-        tf, step, reference, per_example_loss, reg_grad, global_batch
+        tf, step, reference, per_example_loss, reg_grad, global_batch, precision
     )
     n = len(sizes)
-    equivalent = all(
-        np.allclose(a, r, rtol=rtol, atol=atol) for a, r in zip(step.applied, ref_grad, strict=True)
-    )
+    equivalent = precision.agree(step.applied, ref_grad)
     ratio = gradient_ratio(flat_float64(step.applied), flat_float64(ref_grad))
     mean_of_means = float(np.mean(replica_means))
     cause, message = diagnose(
@@ -500,6 +467,7 @@ def _compare(tf, step, single, reference, per_example_loss, loss, **tolerance):
         sizes=sizes,
         ratio=ratio,
         loss=loss,
+        precision=precision,
         **tolerance,
     )
     return StepEquivalence(
@@ -522,11 +490,12 @@ def _compare(tf, step, single, reference, per_example_loss, loss, **tolerance):
         ),
         rtol=rtol,
         atol=atol,
+        precision=precision.name,
         notes=notes(sizes, global_batch, n, mean_of_means, data_loss, cause, step.empty_loss),
     )
 
 
-def _other_reading(tf, result, step, reference, loss, batch):
+def _other_reading(tf, result, step, reference, loss, batch, precision):
     """``result`` named again if the step is the reference read with the other from_logits.
 
     Then either the learner or the reference misreads the outputs (docs/design/checks.md).
@@ -534,9 +503,8 @@ def _other_reading(tf, result, step, reference, loss, batch):
     x, y = batch
     other = _reference_gradients(tf, reference, _logits.flipped(loss), x, y)
     data_grad, reg_grad = other[0], other[1]
-    matched = all(
-        np.allclose(a, d + r, rtol=result.rtol, atol=result.atol)
-        for a, d, r in zip(step.applied, data_grad, reg_grad, strict=True)
+    matched = precision.agree(
+        step.applied, [d + r for d, r in zip(data_grad, reg_grad, strict=True)]
     )
     if not matched:
         return result

@@ -20,6 +20,7 @@ from mirrorkit._validate import refuse, require_count, require_int, require_stra
 from mirrorkit.checks import batch_split
 from mirrorkit.checks._distributed_reading import (
     SCAN_LIMIT,
+    batched_twice,
     not_a_dataset,
     read_steps,
     recording,
@@ -297,7 +298,8 @@ def preview_input(
     else:
         raise TypeError(not_a_dataset(dataset_or_fn))
 
-    batch = static_batch_size(dataset)
+    twice = batched_twice(dataset.element_spec)
+    batch = None if twice else static_batch_size(dataset)
     raw, total_steps = read_steps(strategy, distributed, steps, dataset, per_replica_input, n, tf)
     sizes = [len(ids) for _, per_replica in raw for ids, _, _ in per_replica]
     if per_replica_input:
@@ -332,10 +334,27 @@ def preview_input(
         fetch_to_device=bool(options.experimental_fetch_to_device),
         batches=batches,
     )
+    twice_warning = () if twice is None else (_batched_twice(preview, per_replica_input),)
     return dataclasses.replace(
         preview,
-        warnings=_warnings(preview, per_replica_input),
-        notes=_notes(preview, per_replica_input, batch is None, steps),
+        warnings=twice_warning + _warnings(preview, per_replica_input),
+        notes=_notes(preview, per_replica_input, batch is None and not twice, steps),
+    )
+
+
+def _batched_twice(p: InputPreview, per_replica_input: bool) -> str:
+    """The warning for elements batched twice: what each replica got at the first step."""
+    first = [b for b in p.batches if b.step == p.batches[0].step]
+    got = ", ".join(f"replica {b.replica}: {b.size} examples {b.shapes[0]}" for b in first)
+    fix = (
+        "context.get_per_replica_batch_size(global_batch) in the dataset function"
+        if per_replica_input
+        else "the global batch size"
+    )
+    return (
+        f"the dataset is batched twice: each element holds batches of batches (ids of shape "
+        f"(batch, batch, ...)), so the replicas get whole batches of batches, not examples. "
+        f"At step {first[0].step}: {got}. Call .batch() once, with {fix}."
     )
 
 

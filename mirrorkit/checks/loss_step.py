@@ -11,7 +11,7 @@ from __future__ import annotations
 from mirrorkit._validate import require_strategy
 from mirrorkit.checks._learner_runs import guarded, literal_numbers, traced_learner_error
 from mirrorkit.checks._loss_causes import fixed_number_cause
-from mirrorkit.checks.equivalence import check_step_equivalence
+from mirrorkit.checks.equivalence import step_equivalence
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 
 
@@ -19,9 +19,11 @@ def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> C
     """Check that a custom loop's per-replica loss gives the single-device gradient.
 
     Runs :func:`mirrorkit.check_step_equivalence` on each batch and turns its verdict into
-    a :class:`CheckResult`; on a difference, the message names the likely cause, or the
-    number written in ``compute_loss`` that is right for one replica count only (a ``/ 32``
-    where the global batch is 24, a ``4`` where there are 3 replicas). An error raised while
+    a :class:`CheckResult`, trying one uneven split as well (the first batch's, when every
+    batch divides evenly by the replicas) and saying which splits it tried. On a
+    difference, the message names the likely cause, or the number written in
+    ``compute_loss`` that is right for one replica count only (a ``/ 32`` where the global
+    batch is 24, a ``4`` where there are 3 replicas). An error raised while
     the step is traced is named by its own line, not TensorFlow's "in user code:". Give
     several batches of different sizes when the loss must be right for any batch: a loss
     that divides by a fixed number passes one size only. With one replica, a loss that
@@ -69,21 +71,46 @@ def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> C
     if not batches:
         return CheckResult(False, "batch is an empty list: give one (x, y) batch or several.")
     checked = guarded(compute_loss, "compute_loss") if callable(compute_loss) else compute_loss
-    for each in batches:
+    n = strategy.num_replicas_in_sync
+    # One uneven split is enough: a batch that does not divide by n is one, else the first's.
+    uneven = [not any(_length(b) % n for b in batches)] + [False] * (len(batches) - 1)
+    splits = []
+    for each, try_uneven in zip(batches, uneven, strict=True):
         try:
-            report = check_step_equivalence(checked, strategy, model_fn, each, loss=loss)
+            report = step_equivalence(
+                checked,
+                strategy,
+                model_fn,
+                each,
+                loss=loss,
+                rtol=None,
+                atol=None,
+                uneven=try_uneven,
+            )
         except Exception as error:
             sentence = traced_learner_error(error)
             if sentence is None:
                 raise  # the check's own arguments, as check_step_equivalence refuses them
             return CheckResult(False, sentence)
         if not report.equivalent:
-            size = f"with a global batch of {len(each[0])} examples: " if len(batches) > 1 else ""
+            size = f"with a global batch of {_length(each)} examples: " if len(batches) > 1 else ""
             return CheckResult(False, size + _named(report, compute_loss))
+        splits += report.splits
     if len(batches) == 1:
         return CheckResult(True, report.message)
-    sizes = " and ".join(str(len(each[0])) for each in batches)
-    return CheckResult(True, f"{report.message} (checked with global batches of {sizes}).")
+    sizes = " and ".join(str(_length(each)) for each in batches)
+    tried = "; ".join(", ".join(map(str, split)) for split in splits)
+    head = report.message.split(" Splits tried")[0]
+    return CheckResult(
+        True, f"{head} (checked with global batches of {sizes}; splits tried: {tried})."
+    )
+
+
+def _length(batch) -> int:
+    """The examples in one ``(x, y)`` batch, whatever the nesting of ``x``."""
+    import tensorflow as tf
+
+    return len(tf.nest.flatten(batch[0])[0])
 
 
 def _named(report, compute_loss) -> str:

@@ -100,6 +100,12 @@ class StepEquivalence(CheckResult):
         rtol: Relative tolerance of the comparison.
         atol: Absolute tolerance of the comparison.
         notes: Sentences that explain the rest of the report.
+        precision: The dtype the model computes in (``"float32"``, or ``"bfloat16"`` or
+            ``"float16"`` under a mixed-precision policy, where the comparison's tolerance
+            is that precision's).
+        splits: Each split of the global batch the check tried, in examples per replica:
+            the strategy's own and, when that is even, one uneven split of the same
+            examples (the result is the uneven split's when only that one differs).
 
     Example:
         >>> import numpy as np, keras, tensorflow as tf
@@ -133,6 +139,8 @@ class StepEquivalence(CheckResult):
     rtol: float
     atol: float
     notes: tuple[str, ...] = ()
+    precision: str = "float32"
+    splits: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "passed", bool(self.equivalent))
@@ -143,6 +151,9 @@ class StepEquivalence(CheckResult):
     def _headline(self) -> list[str]:
         verdict = "EQUIVALENT" if self.equivalent else f"DIFFERENT ({self.cause})"
         sizes = ", ".join(str(b) for b in self.replica_batches)
+        others = [s for s in self.splits if s != self.replica_batches]
+        if others:
+            sizes += " (also tried: " + "; ".join(", ".join(map(str, s)) for s in others) + ")"
         return [
             f"step equivalence: {verdict}",
             f"global batch {self.global_batch} over {self.num_replicas} replica"

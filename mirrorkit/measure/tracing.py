@@ -115,6 +115,7 @@ class StepTracer:
         self._pending_wait_start: float | None = None
         self._profiler_s = 0.0
         self._open = None  # (start, session, marker) of the step under way
+        self._left_out = 0  # fit's epoch-end steps, whose end the callback does not see
         self._notes = [n for n in self._notes if n.startswith("Profiling was off")]
 
     def next(self, iterator: Iterator):
@@ -270,6 +271,8 @@ class StepTracer:
                 "as the step ended: its all-reduce may be undercounted there, and a replica's "
                 "all-reduce left unattributed."
             )
+        if self._left_out:
+            notes.append(self._left_out_note())
         if self._profiles and not kinds:
             notes.append(
                 "No all-reduce op ran in the profiled steps (one replica, no gradients, or an "
@@ -286,6 +289,17 @@ class StepTracer:
             step_starts_s=tuple(self._starts),
             input_wait_starts_s=tuple(self._wait_starts),
             all_reduce_spans=tuple(spans),
+        )
+
+    def _left_out_note(self) -> str:
+        epochs = self._left_out
+        ran = len(self._times) + epochs
+        return (
+            f"model.fit ran {ran} steps; {len(self._times)} are timed. The last step of each "
+            f"of the {epochs} epoch{'s' if epochs > 1 else ''} is left out: the callback sees "
+            "a step end only when the next one begins, and after an epoch's last step comes "
+            "Keras' end-of-epoch work (reading metrics, validation), which would count as "
+            "the step. A custom loop timed with tracer.step() has every step timed."
         )
 
     def set_model(self, model) -> None:
@@ -311,7 +325,8 @@ class StepTracer:
         time from one ``on_train_batch_begin`` to the next, so the last step of each
         epoch is not recorded: what follows it until ``on_epoch_end`` is mostly Keras'
         end-of-epoch work (ending the dataset iterator, reading metrics, validation),
-        not the step. Keras fetches the batch inside its train function, so input wait
+        not the step; the result's notes say how many steps were left out and why.
+        Keras fetches the batch inside its train function, so input wait
         is part of the step: ``input_wait_s`` is 0. Step indices count the recorded
         steps. It needs ``steps_per_execution=1`` (Keras' default).
         """
@@ -340,7 +355,9 @@ def _keras_callback_class():
             self.tracer._begin()
 
         def on_epoch_end(self, epoch, logs=None):
-            self.tracer._end(keep=False)  # the epoch's last step: its end was not seen
+            if self.tracer._open is not None:  # the epoch's last step: its end was not seen
+                self.tracer._left_out += 1
+            self.tracer._end(keep=False)
 
         def on_train_end(self, logs=None):
             self.tracer._end(keep=False)  # stopped early: fit broke out of its loop

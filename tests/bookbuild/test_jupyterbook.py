@@ -7,7 +7,9 @@ from bookbuild.jupyterbook import BOOK_EXTENSIONS, jupyter_book_files
 def test_generated_table_of_contents_follows_the_manifest(manifest):
     config, toc = jupyter_book_files(manifest)
     assert toc["root"] == "intro"
-    assert [c["file"] for c in toc["chapters"]] == [c["path"].stem for c in manifest["chapters"]]
+    pages = [page.removesuffix(".md") for page in manifest["book"].get("pages", [])]
+    chapters = [c["path"].stem for c in manifest["chapters"]]
+    assert [c["file"] for c in toc["chapters"]] == chapters + pages  # pages after the chapters
     assert config["title"] == manifest["book"]["title"]
     assert config["execute"]["execute_notebooks"] == "off"
 

@@ -24,6 +24,19 @@ def test_per_replica_result_of_run(strategy):
     np.testing.assert_array_equal(np.stack(table.arrays), 10.0 * np.arange(REPLICAS))
 
 
+def test_outputs_of_a_tf_function_name_the_replica_that_made_them(strategy):
+    values = tf.function(lambda: strategy.run(replica_id_times, args=(10.0,)))()
+    plain = mk.inspect(values)  # TensorFlow reports the calling device for every copy
+    assert {row.device for row in plain.rows} == {"CPU:0"}
+    assert "Pass the strategy to see each replica's own device" in plain.notes[-1]
+    table = mk.inspect(values, strategy=strategy)
+    assert [row.device for row in table.rows] == [f"CPU:{i}" for i in range(REPLICAS)]
+    assert table.notes[-1].startswith("TensorFlow reports CPU:0 for every copy")
+    assert "from the strategy" in table.notes[-1]
+    with strategy.scope():
+        assert mk.inspect(values).rows[-1].device == f"CPU:{REPLICAS - 1}"
+
+
 def test_mirrored_variable_in_sync_then_diverged(strategy):
     with strategy.scope():
         variable = tf.Variable([1.0, 2.0])

@@ -14,6 +14,52 @@ _BATCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _BATCHES_KEPT = 4  # probes per strategy
 
 
+def _leaves(structure, path=""):
+    """``(path, array)`` for each array in a nest of dicts, lists and tuples."""
+    if isinstance(structure, dict):
+        return [leaf for k, v in structure.items() for leaf in _leaves(v, f"{path}[{k!r}]")]
+    if isinstance(structure, list | tuple):
+        return [leaf for i, v in enumerate(structure) for leaf in _leaves(v, f"{path}[{i}]")]
+    return [(path, structure)]
+
+
+def _as_tuples(structure):
+    """``structure`` with every list made a tuple."""
+    if isinstance(structure, dict):
+        return {key: _as_tuples(value) for key, value in structure.items()}
+    if isinstance(structure, list | tuple):
+        return tuple(_as_tuples(value) for value in structure)
+    return structure
+
+
+def probe_examples(x, y) -> int:
+    """The examples in a probe ``(x, y)`` whose parts may be arrays, tuples, dicts or nested.
+
+    Every array must hold as many (its first dimension); a ValueError names any that does not.
+
+    Example:
+        >>> import numpy as np
+        >>> probe_examples({"a": np.ones((64, 2)), "b": np.ones((64, 1))}, np.zeros(64))
+        64
+    """
+    found = {}
+    for part, structure in (("x", x), ("y", y)):
+        for path, leaf in _leaves(structure):
+            shape = np.shape(leaf)
+            found[part + path] = int(shape[0]) if shape else -1
+    counts = set(found.values())
+    if len(counts) != 1 or -1 in counts:
+        shown = ", ".join(
+            f"{name}: {count if count >= 0 else 'no batch axis'}" for name, count in found.items()
+        )
+        raise ValueError(
+            f"the probe's arrays must hold as many examples each (their first dimension), got "
+            f"{shown}: give every input and label the same examples, e.g. "
+            "probe=({k: v[:64] for k, v in x.items()}, y[:64])."
+        )
+    return counts.pop()
+
+
 def distributed_probe(strategy, x, y):
     """``(x, y)`` split across the replicas as ``fit`` splits a batch, made once."""
     import hashlib
@@ -21,6 +67,8 @@ def distributed_probe(strategy, x, y):
     import tensorflow as tf
 
     digest = hashlib.blake2b(digest_size=16)
+    # The nesting too: the same numbers as an array and as a dict are two different probes.
+    digest.update(repr(tf.nest.map_structure(lambda _: None, (x, y))).encode())
     for array in tf.nest.flatten((x, y)):
         array = np.asarray(array)
         digest.update(f"{array.dtype.str}{array.shape}".encode())
@@ -28,7 +76,8 @@ def distributed_probe(strategy, x, y):
     kept = _BATCHES.setdefault(strategy, {})
     key = digest.hexdigest()
     if key not in kept:
-        dataset = tf.data.Dataset.from_tensors((x, y))
+        # A list (a model's several inputs) made a tuple: tf.data reads a list as one tensor.
+        dataset = tf.data.Dataset.from_tensors(_as_tuples((x, y)))
         kept[key] = next(iter(strategy.experimental_distribute_dataset(dataset)))
         while len(kept) > _BATCHES_KEPT:
             kept.pop(next(iter(kept)))

@@ -21,7 +21,7 @@ from mirrorkit._validate import refuse
 from mirrorwidgets import _plot, _values
 from mirrorwidgets._a11y import ThemedHTML, announce
 from mirrorwidgets._lines_chart import Series, lines_svg
-from mirrorwidgets._probe import distributed_probe, probe_function
+from mirrorwidgets._probe import distributed_probe, probe_examples, probe_function
 from mirrorwidgets._render import FONT, GREY, container, esc
 from mirrorwidgets._snapshot import SnapshotMixin
 from mirrorwidgets._throttle import Throttle, check_settings
@@ -366,9 +366,10 @@ class LiveTrainingCallback(keras.callbacks.Callback):
         strategy = self.model.distribute_strategy
         x, y = self._probe_data
         replicas = strategy.num_replicas_in_sync
-        if len(x) < replicas:
+        examples = probe_examples(x, y)  # x and y may be tuples, dicts or nested
+        if examples < replicas:
             raise ValueError(
-                f"probe holds {len(x)} example(s) but there are {replicas} replicas; "
+                f"probe holds {examples} example(s) but there are {replicas} replicas; "
                 f"give it at least one example per replica, e.g. probe=(x[:{replicas}], "
                 f"y[:{replicas}])."
             )

@@ -66,10 +66,10 @@ def strategies(devices, strategy):
 @pytest.mark.parametrize("replicas", [1, 2, 4])
 def test_accepts_right_steps(strategies, replicas):
     s = strategies[replicas]
-    for compute_loss, n, regularized in [
-        (right(10), 10, True),  # uneven at 4 replicas: 3, 3, 3, 1
-        (keras_default, 8, False),  # equal batches: Keras's own / num_replicas is right
-    ]:
+    cases = [(right(10), 10, True)]  # uneven at 4 replicas: 3, 3, 3, 1
+    if replicas == 1:  # one replica: Keras's own / num_replicas is right
+        cases.append((keras_default, 8, False))
+    for compute_loss, n, regularized in cases:
         report = check(s, compute_loss, n, regularized)
         assert report.equivalent, str(report)
         assert report.cause == eq.RIGHT
@@ -100,12 +100,27 @@ def test_default_keras_loss_with_uneven_last_batch_is_flagged(strategy):
     assert "averages the replicas' mean losses" in " ".join(report.notes)
 
 
-def test_compute_average_loss_without_global_batch_is_flagged_when_uneven(strategy):
+def test_an_even_batch_is_tried_unevenly_too_and_the_splits_are_named(strategy):
     def no_global(model, x, y):
         return tf.nn.compute_average_loss(PER_EXAMPLE(y, model(x, training=True)))
 
-    assert check(strategy, no_global, 8).equivalent
-    assert check(strategy, no_global, 10).cause == eq.KERAS_DEFAULT_UNEVEN
+    # Right only while the replicas get equal shares: the check tries an uneven split itself.
+    for compute_loss in (keras_default, no_global):
+        report = check(strategy, compute_loss, 8)
+        assert report.cause == eq.KERAS_DEFAULT_UNEVEN
+        assert report.splits == ((2, 2, 2, 2), (3, 2, 2, 1))
+        assert report.message.startswith(
+            "With the strategy's even split of the global batch of 8 (2, 2, 2, 2) the step is "
+            "right, but with an uneven split of the same examples (3, 2, 2, 1, as a short last "
+            "batch or unequal worker shards give) it is not."
+        )
+    good = check(strategy, right(8), 8)
+    assert good.equivalent and good.splits == ((2, 2, 2, 2), (3, 2, 2, 1))
+    assert good.message.endswith(
+        "Splits tried of the global batch of 8: 2, 2, 2, 2 (the strategy's own) and "
+        "3, 2, 2, 1 (uneven, as a short last batch or unequal worker shards give)."
+    )
+    assert check(strategy, no_global, 10).splits == ((3, 3, 3, 1),)  # uneven already
 
 
 def test_empty_replicas(strategy):
@@ -197,11 +212,16 @@ def test_regularization_not_scaled_by_replicas(strategy):
     assert report.regularization_weight == pytest.approx(4.0, rel=1e-3)
     assert report.example_weights == pytest.approx([1.0] * 4, rel=1e-3)
     assert "counts it 4 times" in report.message
+    # The headline says what differs, not "1x" (the penalty is small next to the data loss).
+    assert report.message.startswith(
+        "The data loss is right; the regularization is counted 4 times instead of once. "
+    )
 
 
 def test_regularization_missing(strategy):
     report = check(strategy, lambda m, x, y: right(8)(m, x, y) * 0 + _data_only(m, x, y), 8, True)
     assert report.cause == eq.REGULARIZATION_MISSING
+    assert report.message.startswith("The data loss is right; the regularization is counted not")
     assert report.regularization_weight == pytest.approx(0.0, abs=1e-3)
 
 
@@ -471,6 +491,40 @@ def test_wrong_inputs_get_a_sentence_without_tensorflow_traceback_text(
 def test_dropout_with_rate_zero_is_no_obstacle(strategy):
     report = equivalence(strategy, model=with_layer(keras.layers.Dropout, 0.0))
     assert report.equivalent, str(report)
+
+
+def test_a_tutorial_compute_loss_of_two_arguments_gets_a_one_line_wrapper(strategy):
+    def compute_loss(labels, predictions):  # the shape of TensorFlow's tutorials
+        return tf.nn.compute_average_loss(PER_EXAMPLE(labels, predictions), global_batch_size=10)
+
+    report = check(strategy, compute_loss, 10)
+    assert report.cause == eq.NO_LOSS
+    wrapper = "lambda model, x, y: compute_loss(y, model(x, training=True))"
+    assert report.message == (
+        "compute_loss must take three arguments, compute_loss(model, x, y); yours is "
+        f"compute_loss(labels, predictions). Wrap it in one line: pass compute_loss={wrapper}"
+    )
+    adapted = eval(wrapper, {"compute_loss": compute_loss})
+    assert check(strategy, adapted, 10).equivalent  # the wrapper it writes works
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_is_compared_at_the_policy_s_precision(strategy, policy):
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        good = check(strategy, right(10), 10)
+        plain = check(strategy, keras_default, 10)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    compute = policy.removeprefix("mixed_")
+    assert good.equivalent and good.precision == compute, good.message
+    named = f"compared at {compute} precision, as the policy {policy} computes"
+    assert named in good.message and f"Under {policy} the model computes in {compute}" in (
+        good.message
+    )
+    tolerance = {"float16": "0.003906", "bfloat16": "0.03125"}[compute]
+    assert f"every gradient element within rtol {tolerance} of the largest one" in good.message
+    assert plain.cause == eq.KERAS_DEFAULT_UNEVEN and named in plain.message
 
 
 def test_a_classifier_checked_with_its_own_loss_is_equivalent(strategy):

@@ -453,3 +453,23 @@ def test_the_worked_out_preview_is_what_the_strategy_delivers(
         examples, global_batch, REPLICAS, steps=steps, devices=[short_device(d) for d in devices]
     )
     assert worked_out == real
+
+
+def test_a_dataset_function_that_batches_twice_shows_each_replica_s_batch(strategy):
+    def batches_twice(context):  # a batch of 2 batches of 32: 64 examples for one replica
+        return tf.data.Dataset.range(64).batch(32).batch(2)
+
+    preview = mk.preview_input(strategy, batches_twice)
+    first = [b for b in preview.batches if b.step == 0]
+    assert [b.size for b in first] == [64] + [0] * (REPLICAS - 1)
+    assert first[0].shapes == ((2, 32),) and first[1].status == "EMPTY"
+    assert preview.warnings[0].startswith(
+        "the dataset is batched twice: each element holds batches of batches"
+    )
+    assert (
+        "At step 0: replica 0: 64 examples (2, 32), replica 1: 0 examples" in (preview.warnings[0])
+    )
+    assert preview.warnings[0].endswith(
+        "Call .batch() once, with context.get_per_replica_batch_size(global_batch) in the "
+        "dataset function."
+    )

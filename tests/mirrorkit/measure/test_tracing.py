@@ -150,6 +150,10 @@ def test_keras_fit_callback_keeps_the_train_function_and_profiles_a_sample(strat
     assert len(history.history["loss"]) == 2
     trace = callback.result()
     assert len(trace.step_times_s) == 6  # 2 epochs x (4 batches - the last, unobserved)
+    assert (
+        "model.fit ran 8 steps; 6 are timed. The last step of each of the 2 epochs is left out"
+        in " ".join(trace.notes)
+    )
     assert trace.profiled_steps == (1, 4)
     assert trace.counted == ("CollectiveReduceV2",)
     for s in trace.steps:

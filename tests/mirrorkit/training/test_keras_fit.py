@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 import mirrorkit as mk
+from mirrorkit.training.keras_fit import FIT_READY_FIX, explain_fit_error, fit_error_hint
 from mirrorkit.training.recipes import compare_weights, fit_training
 
 
@@ -114,6 +115,10 @@ def test_plain_fit_under_mwms_still_fails_upstream(tmp_path):
     message = error.value.run.status.workers[error.value.worker].message
     assert message.startswith("ValueError: Attempt to convert a value (PerReplica"), message
     assert "unsupported type" in message
+    # The real message is recognised: the sentence that names mk.fit_ready goes with it.
+    assert "trainable = mk.fit_ready(model)" in fit_error_hint(message)
+    error = explain_fit_error(ValueError(message))
+    assert error.__notes__ == [FIT_READY_FIX]
 
 
 def test_fit_resumed_with_backup_and_restore_equals_uninterrupted(tmp_path):
