@@ -29,12 +29,16 @@ _CAUSES = {
     errno.EPERM: "you may not write there (operation not permitted)",
     errno.ENOENT: "it does not exist (deleted, or never made)",
 }
-TMP_FIX = (
-    "Free space there, or give the runs a temporary folder on a disk with room before the "
-    'run: import tempfile; tempfile.tempdir = "/a/folder/with/room" (or set TMPDIR before '
+_TMP_ELSEWHERE = (
+    'import tempfile; tempfile.tempdir = "/a/folder/with/room" (or set TMPDIR before '
     "starting Python)."
 )
-
+TMP_FIX = {
+    errno.ENOENT: "Something deleted it during the run (a cleaner of the temporary folder?): "
+    "run again, or give the runs a temporary folder of their own before the run: " + _TMP_ELSEWHERE,
+    None: "Free space there, or give the runs a temporary folder on a disk with room before the "
+    "run: " + _TMP_ELSEWHERE,
+}
 CHECKPOINT_FIX = {
     errno.ENOSPC: "Free space there (or delete old checkpoints), or give the run a folder on a "
     "disk with room.",
@@ -74,7 +78,8 @@ def make(payload: bytes, write_spec) -> Path:
     try:
         run_dir = Path(tempfile.mkdtemp(prefix=f"{protocol.RUN_PREFIX}{os.getpid()}-", dir=base))
     except OSError as error:
-        raise explained(error, base, "the temporary folder for the run's files", TMP_FIX) from None
+        fix = {**TMP_FIX, errno.ENOENT: "Make it, or give the runs another: " + _TMP_ELSEWHERE}
+        raise explained(error, base, "the temporary folder for the run's files", fix) from None
     try:
         (run_dir / protocol.PAYLOAD_FILE).write_bytes(payload)
         write_spec(run_dir)

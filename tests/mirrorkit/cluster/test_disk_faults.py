@@ -98,3 +98,19 @@ def test_a_checkpoint_folder_that_fills_during_training_is_named_not_memory(told
     left = told["left in the checkpoint folder"]
     assert not [name for name in left if name.endswith("_temp")], left  # no unfinished saves
     assert "ckpt-1.index" in left  # the checkpoint before is kept
+
+
+def test_a_missing_temporary_folder_is_named_with_what_to_do(tmp_path, monkeypatch):
+    import tempfile
+
+    import mirrorkit as mk
+    from tests.mirrorkit.cluster.faults import faulty
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))  # as TMPDIR=/gone would
+    with pytest.raises(FileNotFoundError) as error:
+        mk.LocalCluster(2).run(faulty, args=("none", 1, 0, 1))
+    assert str(error.value) == (
+        f"[Errno 2] the temporary folder for the run's files {tmp_path / 'gone'}: it does not "
+        "exist (deleted, or never made). Make it, or give the runs another: import tempfile; "
+        'tempfile.tempdir = "/a/folder/with/room" (or set TMPDIR before starting Python).'
+    )
