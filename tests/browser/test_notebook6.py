@@ -236,7 +236,9 @@ def test_every_widget_draws_live_and_reacts_in_notebook6(browser_tools, tmp_path
             browser.close()
     assert not _left_behind(kernel_marker), "the kernel outlived the server"
     elapsed = time.monotonic() - started
-    assert elapsed < 180, f"the test took {elapsed:.0f}s, more than 3 minutes"
+    # 3 minutes for the widgets, one more for the keyboard walk and axe on the whole page
+    # (about 10 s and 20 s on a loaded 2-core machine).
+    assert elapsed < 240, f"the test took {elapsed:.0f}s, more than 4 minutes"
 
 
 def _check(page, versions: dict[str, str]) -> None:
