@@ -2,27 +2,28 @@
 
 Colours are named by what they mean, so a check's verdict, a table cell and a chart line
 that say the same thing look the same. Each has a light value (the constants below: text at
-least 4.5:1 on white, marks at least 3:1) and a dark one (:data:`DARK`, the same ratios on
-JupyterLab's and the book's dark pages). :func:`themed` writes every light value in a piece
-of HTML as ``var(--mw-<name>,<light value>)``, and :data:`THEME_CSS` sets those variables
-where the page is dark, so a drawing follows the theme it is shown in and keeps its light
-colours where no stylesheet comes with it. tests/mirrorwidgets/test_palette.py measures the
-ratios, and how far apart the series stay for each kind of colour blindness.
+least 4.5:1 on white and on every tinted background, marks at least 3:1) and a dark one
+(:data:`DARK`, the same ratios on JupyterLab's and the book's dark pages). :func:`themed`
+writes every light value in a piece of HTML as ``var(--mw-<name>,<light value>)``, and
+:data:`THEME_CSS` sets those variables where the page is dark, so a drawing follows the
+theme it is shown in and keeps its light colours where no stylesheet comes with it.
+tests/mirrorwidgets/test_palette.py measures the ratios, and how far apart the series stay
+for each kind of colour blindness.
 
 Example:
     >>> from mirrorkit.report import style
     >>> style.GOOD, style.SERIES[0]
-    ('#1a7f37', '#0969da')
-    >>> style.themed('<b style="color:#1a7f37">ok</b>')
-    '<b style="color:var(--mw-good,#1a7f37)">ok</b>'
+    ('#17702f', '#0969da')
+    >>> style.themed('<b style="color:#17702f">ok</b>')
+    '<b style="color:var(--mw-good,#17702f)">ok</b>'
 """
 
 import re
 
 # What a value means.
-GOOD = "#1a7f37"  # passed, in sync, yes
+GOOD = "#17702f"  # passed, in sync, yes
 BAD = "#cf222e"  # failed, out of sync, overflow
-WARN = "#9a6700"  # partial, skipped, a warning
+WARN = "#8a5c00"  # partial, skipped, a warning
 MUTED = "#57606a"  # secondary text
 
 # Backgrounds with the same meanings, and neutral surfaces.
@@ -41,8 +42,8 @@ AXIS = "#6e7781"  # axes, ticks and grey marks: 4.5:1 on white, so its labels re
 
 # Text and marks with a colour of their own.
 BLUE = "#0969da"
-ORANGE = "#bc4c00"
-PURPLE = "#8250df"
+ORANGE = "#a94400"
+PURPLE = "#7040c8"
 YELLOW = "#875c03"  # a dark yellow: 3:1 and more on white
 DARK_GREEN = "#116329"
 
@@ -81,7 +82,7 @@ DARK = {
     "good": "#3fb950",
     "bad": "#ff7b72",
     "warn": "#d29922",
-    "muted": "#9198a1",
+    "muted": "#a3abb5",
     "good-bg": "#113a1e",
     "bad-bg": "#4c1a1d",
     "warn-bg": "#3b2d05",

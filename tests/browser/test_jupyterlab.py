@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -343,7 +344,14 @@ def _check_accessibility(page) -> None:
     expect.set_options(timeout=20_000)
     try:
         root = {n: page.locator(f".mwt-{n}") for n in ("stepper", "topology", "chart")}
+        # The stepper's live view shows the kernel's values: replica 1 holds 2 x [0, 1, 2]
+        # at first; after the keyboard walk plays to the end, the sum of all four.
+        row1 = root["stepper"].locator('.mws-view tr[data-replica="1"] td').first
+        expect(row1.locator("div").first).to_have_text(re.compile(r"^\s*0\s+2\s+4\s*$"))
         walks = keyboard.walk_stepper(page, root["stepper"], expect, "Enter")
+        expect(root["stepper"].locator(".mws-view .mws-frame")).to_have_attribute("data-step", "6")
+        expect(row1.locator("div").first).to_have_text(re.compile(r"^\s*0\s+10\s+20\s*$"))
+        expect(row1.locator(".mws-sum")).to_have_text("Σ all 4 · 4/4")
         walks += keyboard.walk_buttons(
             page,
             root["chart"],
