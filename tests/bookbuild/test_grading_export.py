@@ -79,6 +79,19 @@ FORGERIES = {
         VERDICTS + "class Later:\n    def __del__(self):\n        for fd in range(3, 21):\n"
         "            forge(fd)\n\nkept = Later()\nmake_train = ...",
     ),
+    "the book's own solutions imported, and a thread that outlives its exercise": (
+        "import re\nfrom pathlib import Path\nimport bookbuild\n"
+        "book = Path(bookbuild.__file__).parents[1] / 'book' / '02_input_distribution.ipynb'\n"
+        "text = book.read_text()\n"
+        "exec(re.search(r'# Exercise 1\\\\n(.*?)\\\\n', text).group(1))",
+        VERDICTS + "import threading, time\n"
+        "def later():\n"
+        "    for _ in range(50):\n"
+        "        for fd in range(3, 21):\n"
+        "            forge(fd)\n"
+        "        time.sleep(0.1)\n\n"
+        "threading.Thread(target=later, daemon=True).start()\nmake_train = ...",
+    ),
     "an export line forged with a graph that reads a file": (
         "import base64, json, os\n"
         "from tensorflow.core.framework import graph_pb2\n"
