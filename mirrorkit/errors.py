@@ -121,3 +121,35 @@ class CheckpointSkippedWarning(UserWarning):
         >>> issubclass(CheckpointSkippedWarning, UserWarning)
         True
     """
+
+
+# What Keras 3's fit raises under MultiWorkerMirroredStrategy with several workers
+# (docs/design/core.md, "Keras fit under MultiWorkerMirroredStrategy").
+_FIT_FAILURES = (
+    ("Attempt to convert a value (PerReplica", "with an unsupported type"),
+    ("Invalid reduction dimension 0 for input with 0 dimensions",),
+)
+FIT_READY_FIX = (
+    "This is Keras 3's model.fit under MultiWorkerMirroredStrategy, which fails with several "
+    "workers: build the model in strategy.scope(), wrap it outside the scope with "
+    "trainable = mk.fit_ready(model), then compile and fit trainable inside the scope "
+    "(import mirrorkit as mk)."
+)
+
+
+def fit_error_hint(error: BaseException | str) -> str | None:
+    """The sentence naming :func:`mirrorkit.fit_ready` when ``error`` is Keras fit's failure under MWMS.
+
+    For whatever reports a worker's error (a text or the exception itself); None otherwise.
+
+    Example:
+        >>> text = "TypeError: Attempt to convert a value (PerReplica:{...}) with an unsupported type"
+        >>> fit_error_hint(text).split(":")[0]
+        "This is Keras 3's model.fit under MultiWorkerMirroredStrategy, which fails with several workers"
+        >>> fit_error_hint(ValueError("shapes differ")) is None
+        True
+    """  # noqa: E501 - doctest lines
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    if any(all(part in text for part in parts) for parts in _FIT_FAILURES):
+        return FIT_READY_FIX
+    return None

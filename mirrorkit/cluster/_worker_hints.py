@@ -1,15 +1,20 @@
 """What a worker's failure means, where TensorFlow's or Keras's own words mislead.
 
-Two kinds so far: every worker running Keras's ``BackupAndRestore`` on one folder (they write
-the same files: ``FileExistsError``, then HDF5's lock error on the next run), and a checkpoint
-save that failed on its folder (TensorFlow says ``ResourceExhaustedError`` for a full disk,
-which reads like memory, and names its hidden ``ckpt-N_temp`` folder, which it leaves behind:
-removed here).
+Three kinds so far: Keras 3's ``fit`` under MultiWorkerMirroredStrategy with several workers
+(its PerReplica conversion error: :func:`mirrorkit.fit_ready` is the way); every worker
+running Keras's ``BackupAndRestore`` on one folder (they write the same files:
+``FileExistsError``, then HDF5's lock error on the next run); and a checkpoint save that
+failed on its folder (TensorFlow says ``ResourceExhaustedError`` for a full disk, which reads
+like memory, and names its hidden ``ckpt-N_temp`` folder, which it leaves behind: removed
+here).
 
 Example:
     >>> from mirrorkit.cluster._worker_hints import hint
     >>> hint(ValueError("not about files"), num_workers=2) is None
     True
+    >>> hint(TypeError("Attempt to convert a value (PerReplica:{}) with an unsupported type"),
+    ...      num_workers=2).split(" Cause: ")[1]
+    'TypeError: Attempt to convert a value (PerReplica:{}) with an unsupported type'
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import re
 import shutil
 import traceback
 from pathlib import Path
+
+from mirrorkit.errors import fit_error_hint
 
 _SAVE_CAUSES = {
     "ResourceExhaustedError": "its filesystem is full (TensorFlow's ResourceExhaustedError "
@@ -32,6 +39,8 @@ _TEMP = re.compile(r"(/[^\s'\"]*?)/([\w.-]+_temp)\b")
 
 def hint(error: BaseException, num_workers: int) -> str | None:
     """A sentence saying what went wrong and what to do, or None when the error says it."""
+    if num_workers > 1 and (fit := fit_error_hint(error)) is not None:
+        return f"{fit} Cause: {type(error).__name__}: {_ends(error)}"
     files = [frame.filename for frame in traceback.extract_tb(error.__traceback__)]
     if num_workers > 1 and any(f.endswith("backup_and_restore.py") for f in files):
         return (
@@ -54,6 +63,13 @@ def hint(error: BaseException, num_workers: int) -> str | None:
         f"are kept.{left} Free space there, or give the run a folder you can write on a disk "
         "with room, then run again: it resumes from the last checkpoint."
     )
+
+
+def _ends(error: BaseException) -> str:
+    """The first and the last line of an error's text (a PerReplica's repr spans many)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = f"{lines[0]} ... {lines[-1]}" if len(lines) > 1 else "".join(lines)
+    return text if len(text) <= 300 else f"{text[:150]} ... {text[-140:]}"
 
 
 def _first_line(error: BaseException) -> str:
