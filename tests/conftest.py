@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for dev.py (the task runner) and bookbuild/ (the book's logic)
 
 import mirrorkit as mk  # noqa: E402
+from tests.one_warm_process import one_warm_process_across_tests  # noqa: E402, F401
 
 REPLICAS = 4
 
@@ -82,34 +83,6 @@ def no_orphans():
 
     named = [f"{_reaper.describe(pid)} named {_procs.name_of(pid)!r}" for pid in left]
     assert left == [], f"processes left behind: {named}"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def one_warm_process_across_tests():
-    """The session's local clusters fork from one warm process, not one per test.
-
-    A warm process (``mirrorkit.cluster._warm``) serves the runs whose workers get the same
-    environment; pytest gives ``PYTEST_CURRENT_TEST`` a new value for every test, which no
-    worker reads, and with it every test's first run started a warm process that imported
-    TensorFlow again (about 7 CPU s each; tests/mirrorkit/cluster/test_launcher.py alone
-    started 15, now 1). Its key leaves that variable out here; any other change of the
-    environment still gets a warm process of its own, as it must. Once
-    ``_warm.environment_key`` leaves it out itself, this fixture has nothing left to do.
-    """
-    from mirrorkit.cluster import _warm
-
-    keyed = _warm.environment_key
-
-    def key(env: dict[str, str]) -> str:
-        return keyed({name: value for name, value in env.items() if name != PER_TEST})
-
-    patch = pytest.MonkeyPatch()
-    patch.setattr(_warm, "environment_key", key)
-    yield
-    patch.undo()
-
-
-PER_TEST = "PYTEST_CURRENT_TEST"  # set by pytest for each test, read by no worker
 
 
 @pytest.fixture(scope="session")
