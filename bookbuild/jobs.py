@@ -54,6 +54,9 @@ BOOK_ENV_DOCTESTS = ("bookbuild/jupyterbook.py::bookbuild.jupyterbook.build_html
 # Colab's classic front end (Notebook 6 with ipywidgets 7: tests/browser/test_notebook6.py) is
 # in the hosted job's environment only; the lock's have ipywidgets 8 and no Notebook 6.
 HOSTED_ONLY = "browser_classic"
+# Tests whose meaning changes with TensorFlow's and Keras's versions, not Python's: the other
+# Python's job has the reference's versions, so it leaves them to the reference job.
+PER_KERAS = "per_keras"
 
 
 @dataclass
@@ -256,7 +259,7 @@ def python_job(
             env,
             parts,
             after="set-up",
-            skip=f"{OTHER_JOBS_SKIP} or {HOSTED_ONLY}",
+            skip=f"{OTHER_JOBS_SKIP} or {HOSTED_ONLY} or {PER_KERAS}",
             shared=shared,
             **OTHER_JOBS_ENV,
         ),

@@ -22,6 +22,10 @@ import mirrorkit as mk
 from mirrorwidgets import LiveTrainingCallback
 from tests.conftest import REPLICAS
 
+# Keras's model shapes and mixed precision: once per TensorFlow and Keras version (bookbuild/
+# jobs.py, PER_KERAS), so the other Python's job, at the reference's versions, leaves it out.
+pytestmark = pytest.mark.per_keras
+
 TABLE = Path(__file__).with_name("model_matrix.csv")
 COLUMNS = ("tool", "shape", "precision", "data")
 EXAMPLES = 8  # a global batch: 2 per replica; "uneven" gives 10 (3, 3, 3, 1)
