@@ -44,7 +44,12 @@ WRONG = {
         (
             "a plain mean divided by a literal 4 replicas",
             f"def mae_loss(model, x, y):\n    return tf.reduce_mean(tf.abs(y - {PRED})) / 4",
-            "fixed 4 where there are",
+            "uneven split",  # at 4 replicas the 4 holds; a short batch shows the local mean
+        ),
+        (
+            "Keras 3's default reduction: right only when the replicas' batches are equal",
+            f"def mae_loss(model, x, y):\n    return keras.losses.MeanAbsoluteError()(y, {PRED})",
+            "uneven split",
         ),
         (
             "the loss taken out to NumPy",
@@ -146,8 +151,9 @@ RIGHT = {
         f"    per_example = mae(y, {PRED})\n"
         "    return tf.nn.compute_average_loss(per_example, global_batch_size=GLOBAL_BATCH)",
         f"def mae_loss(model, x, y):\n    return tf.reduce_sum(tf.abs(y - {PRED})) / GLOBAL_BATCH",
-        "def mae_loss(model, x, y):  # Keras 3 divides a default-reduction loss by the replicas\n"
-        f"    return keras.losses.MeanAbsoluteError()(y, {PRED})",
+        "def mae_loss(model, x, y):\n"
+        f"    total = tf.reduce_sum(tf.abs(y - {PRED}))\n"
+        "    return total / tf.cast(GLOBAL_BATCH, total.dtype)",
     ],
     2: [
         "def regularized_loss(model, x, y):\n"

@@ -58,7 +58,14 @@ WRONG = {
             "def replica_share(model, x, y):\n"
             f"    local_mean = summed_mse(y, {PRED}) / tf.cast(tf.shape(x)[0], tf.float32)\n"
             "    return local_mean / 4",
-            "fixed 4 where there are",
+            "uneven split",  # at 4 replicas the 4 holds; a short batch shows the local mean
+        ),
+        (
+            "the local mean divided by the replicas: right only when their batches are equal",
+            "def replica_share(model, x, y):\n"
+            f"    local_mean = tf.reduce_mean(per_example_mse(y, {PRED}))\n"
+            "    return local_mean / strategy.num_replicas_in_sync",
+            "uneven split",
         ),
         (
             "the local mean not divided at all",
@@ -135,15 +142,16 @@ RIGHT = {
     ],
     2: [
         "def replica_share(model, x, y):\n"
-        f"    return tf.reduce_mean(per_example_mse(y, {PRED})) / strategy.num_replicas_in_sync",
+        "    share = GLOBAL_BATCH / strategy.num_replicas_in_sync\n"
+        f"    total = tf.reduce_sum(per_example_mse(y, {PRED}))\n"
+        "    return total / share / strategy.num_replicas_in_sync",
         "def replica_share(model, x, y):  # the replicas read where the loss runs\n"
         "    context = tf.distribute.get_replica_context()\n"
-        f"    mean_here = tf.reduce_mean(tf.square(y - {PRED}))\n"
-        "    return mean_here / context.num_replicas_in_sync",
+        "    share = GLOBAL_BATCH / context.num_replicas_in_sync\n"
+        f"    return tf.reduce_sum(tf.square(y - {PRED})) / share / context.num_replicas_in_sync",
         "def replica_share(model, x, y):\n"
-        f"    per_example = per_example_mse(y, {PRED})\n"
-        "    count = tf.cast(tf.size(per_example), per_example.dtype)\n"
-        "    return tf.reduce_sum(per_example) / count / N",
+        "    n = strategy.num_replicas_in_sync\n"
+        f"    return summed_mse(y, {PRED}) / (GLOBAL_BATCH // n) / n",
     ],
     3: [
         "def regularized_short(model, x, y):\n"
