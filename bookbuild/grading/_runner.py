@@ -310,8 +310,13 @@ def _quiet_end(runner: Runner | None, own_namespace: bool) -> str:
     gc.collect()
     if own_namespace and os.getppid() == 1:
         _end_the_others()  # the sandbox's PID namespace, whose first process is its shell
-    # mirrorkit's own threads (a LocalCluster's warm-process listener) end once the processes
+    # mirrorkit's own threads: the one that started the warm process lives as long as its
+    # process unless ended; a LocalCluster's warm-process listener ends once the processes
     # killed above have closed their sockets: give every thread a few seconds in all.
+    with contextlib.suppress(Exception):  # if it cannot, the check below names the thread
+        from mirrorkit.cluster._procs import end_lasting_thread
+
+        end_lasting_thread()
     deadline = time.monotonic() + 5.0
     for thread in threading.enumerate():
         if thread is not threading.main_thread():
