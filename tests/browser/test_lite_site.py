@@ -152,7 +152,10 @@ FIRST_CODE = """() => window.jupyterapp.shell.currentWidget.content.widgets
 
 
 def _first_code(lab) -> str:
+    """The first code cell's source, once the notebook's content has arrived (the cell is
+    drawn before its text: read too early, it is empty)."""
     lab.locator(".jp-CodeCell").first.wait_for(timeout=60_000)
+    lab.wait_for_function(f"() => ({FIRST_CODE})().getSource().length > 0", timeout=60_000)
     return lab.evaluate(f"() => ({FIRST_CODE})().getSource()")
 
 
