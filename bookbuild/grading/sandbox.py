@@ -125,9 +125,9 @@ def _cover(top: str, mode: str, kept: list[Path], held: list[str]) -> list[str]:
     return lines
 
 
-def _mounts() -> list[str]:
+def _mounts(held: list[str]) -> list[str]:
     """The sandbox's mounts (as root): the world-writable folders and a private home hidden."""
-    kept, held = _kept(), []  # held: the places under /run/lock taken so far
+    kept = _kept()
     lines = [f"mount -t tmpfs -o mode=1777 tmpfs {PRIVATE[-1]}"]  # /run/lock: the holding place
     prefix = Path(sys.base_prefix).resolve()
     top = Path("/", *prefix.parts[1:2])
@@ -139,7 +139,7 @@ def _mounts() -> list[str]:
     return lines
 
 
-def _hidden(student: bool, hide) -> list[str]:
+def _hidden(student: bool, hide, held: list[str]) -> list[str]:
     """Mounts that hide what the run must not read.
 
     The folders named, and for the student's process the repository but for the code it runs
@@ -148,7 +148,6 @@ def _hidden(student: bool, hide) -> list[str]:
     repository in a folder of submissions, say) is covered with only that kept.
     """
     lines: list[str] = []
-    held = [f"/run/lock/.keep{i}" for i in range(64)]  # beyond those _mounts() may take
     root = RUNNER.parents[2]
     code = [root / "mirrorkit", root / "bookbuild", root / "widgets"]
     prefixes = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
@@ -183,11 +182,12 @@ def command(root: bool, user_ns: bool = True, *, student: bool = False, hide=())
     python = [sys.executable, "-I", str(RUNNER)]
     if not root and not user_ns:
         return python
+    held: list[str] = []  # the places under /run/lock taken so far (_cover)
     if root:
-        mounts = _mounts()
+        mounts = _mounts(held)
     else:
         mounts = [f"mount -t tmpfs -o mode=1777 tmpfs {d}" for d in PRIVATE if Path(d).is_dir()]
-    mounts += _hidden(student, hide)
+    mounts += _hidden(student, hide, held)
     drop = (
         ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs"]
         if root
