@@ -31,36 +31,43 @@ SETUP = (
 )
 
 
-def _cells(answers: dict, chapter_cells: tuple[str, ...] = ()) -> list:
+# The tiny chapter: its set-up, its answer key, its blanks and its checks (another test can
+# give its own, e.g. tests/bookbuild/test_grading_export.py's dataset exercises).
+MIRRORED = SimpleNamespace(setup=SETUP, key=KEY, blank=BLANK, check=CHECK)
+
+
+def _cells(answers: dict, chapter_cells: tuple[str, ...] = (), tiny=MIRRORED) -> list:
     cells = [
         new_code_cell("REPLICAS = 2\nSEED = 0", metadata={"tags": ["parameters"]}),
-        new_code_cell(SETUP),
+        new_code_cell(tiny.setup),
         *map(new_code_cell, chapter_cells),
     ]
     for number in (1, 2):
         cells += [
             new_markdown_cell(f"**Exercise {number}.** Do it."),
             new_code_cell(answers[number], metadata={"tags": ["exercise-answer"]}),
-            new_code_cell(CHECK[number], metadata={"tags": ["exercise-check"]}),
+            new_code_cell(tiny.check[number], metadata={"tags": ["exercise-check"]}),
         ]
     return cells
 
 
-def make_lab(folder: Path, chapter_cells: tuple[str, ...] = ()) -> SimpleNamespace:
+def make_lab(folder: Path, chapter_cells: tuple[str, ...] = (), tiny=MIRRORED) -> SimpleNamespace:
     """The lab: its chapter (with the Solutions block, and these cells after its set-up)."""
-    solutions = "\n\n".join(f"# Exercise {k}\n{code}" for k, code in KEY.items())
+    solutions = "\n\n".join(f"# Exercise {k}\n{code}" for k, code in tiny.key.items())
     block = f"<details>\n<summary>Solutions</summary>\n\n```python\n{solutions}\n```\n</details>"
-    chapter_nb = new_notebook(cells=[*_cells(BLANK, chapter_cells), new_markdown_cell(block)])
+    cells = [*_cells(tiny.blank, chapter_cells, tiny), new_markdown_cell(block)]
     path = Path(folder) / "tiny.ipynb"
-    nbformat.write(chapter_nb, path)
+    nbformat.write(new_notebook(cells=cells), path)
     chapter = {"path": path, "replicas": 2, "seed": 0, "grade_replicas": [], "cell_timeout": 60}
     return SimpleNamespace(program=write_program(chapter, Path(folder) / "program.json"))
 
 
-def submission(folder: Path, name: str, ex1: str = BLANK[1], ex2: str = BLANK[2]) -> Path:
+def submission(
+    folder: Path, name: str, ex1: str = BLANK[1], ex2: str = BLANK[2], tiny=MIRRORED
+) -> Path:
     """A student's notebook with these answers."""
     path = Path(folder) / f"{name}.ipynb"
-    nbformat.write(new_notebook(cells=_cells({1: ex1, 2: ex2})), path)
+    nbformat.write(new_notebook(cells=_cells({1: ex1, 2: ex2}, tiny=tiny)), path)
     return path
 
 

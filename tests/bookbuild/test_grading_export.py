@@ -12,20 +12,26 @@ reference job.
 """
 
 import concurrent.futures
+import importlib.util
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
-import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from bookbuild import ROOT
 from bookbuild.grading import grade
 from bookbuild.grading._exports import judged_by_export, refused_ops
-from bookbuild.grading.program import load_program, write_program
+from bookbuild.grading.program import load_program
 from bookbuild.grading.sandbox import run_sandboxed
 
 pytestmark = pytest.mark.grading
+
+_spec = importlib.util.spec_from_file_location(
+    "grading_lab", Path(__file__).with_name("grading_lab.py")
+)
+lab_kit = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lab_kit)
 
 SETUP = (
     "import mirrorkit as mk\n\nmk.make_reproducible(SEED)\n"
@@ -111,31 +117,14 @@ FORGERIES = {
 }
 
 
-def _cells(answers: dict) -> list:
-    cells = [
-        new_code_cell("REPLICAS = 2\nSEED = 0", metadata={"tags": ["parameters"]}),
-        new_code_cell(SETUP),
-    ]
-    for number in (1, 2):
-        cells += [
-            new_markdown_cell(f"**Exercise {number}.** Do it."),
-            new_code_cell(answers[number], metadata={"tags": ["exercise-answer"]}),
-            new_code_cell(CHECK[number], metadata={"tags": ["exercise-check"]}),
-        ]
-    return cells
+DATASETS = SimpleNamespace(setup=SETUP, key=KEY, blank=BLANK, check=CHECK)
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("export-lab")
-    solutions = "\n\n".join(f"# Exercise {k}\n{code}" for k, code in KEY.items())
-    block = f"<details>\n<summary>Solutions</summary>\n\n```python\n{solutions}\n```\n</details>"
-    path = folder / "tiny.ipynb"
-    nbformat.write(new_notebook(cells=[*_cells(BLANK), new_markdown_cell(block)]), path)
-    chapter = {"path": path, "replicas": 2, "seed": 0, "grade_replicas": [], "cell_timeout": 60}
-    program = write_program(chapter, folder / "program.json")
-    program.chmod(0o644)  # world-readable, as a teacher's files often are
-    return type("Lab", (), {"program": program})
+    lab = lab_kit.make_lab(tmp_path_factory.mktemp("export-lab"), tiny=DATASETS)
+    Path(lab.program).chmod(0o644)  # world-readable, as a teacher's files often are
+    return lab
 
 
 @pytest.fixture(scope="module")
@@ -146,10 +135,10 @@ def graded(lab, tmp_path_factory):
         name: (one.replace("PROGRAM_PATH", repr(str(lab.program))), two)
         for name, (one, two) in FORGERIES.items()
     }
-    paths = {}
-    for index, (name, (one, two)) in enumerate(answers.items()):
-        paths[name] = folder / f"s{index}.ipynb"
-        nbformat.write(new_notebook(cells=_cells({1: one, 2: two})), paths[name])
+    paths = {
+        name: lab_kit.submission(folder, f"s{index}", one, two, tiny=DATASETS)
+        for index, (name, (one, two)) in enumerate(answers.items())
+    }
     choices = {"replicas": [2], "seed": 0}
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         futures = {
