@@ -175,9 +175,7 @@ def _by_export_runs(program, choices, cases, deadline, limit, hide, timeout):
         job = _by_export.judge_job(
             _job(program, run, replicas, choices["seed"], cases, judged), exports
         )
-        left = deadline - time.monotonic()
-        outcome = run_sandboxed(job, left, hide=hide) if left > 0 else None
-        status, detail, found = _combine_runs([outcome], [run], [replicas], job["cases"], timeout)
+        status, detail, found, _ = _one_run(job, deadline, timeout, None, hide)  # no limit
         if status != "graded":
             return {}, {}, (status, f"the judge (no code of the submission runs there): {detail}")
         for key, records in found.items():
@@ -189,7 +187,7 @@ def _at(run: int, replicas: int, why: str) -> str:
     return why if run == 0 else f"at {replicas} replicas: {why}"
 
 
-def _one_run(job: dict, deadline: float, timeout: float, limit: float, hide=()):
+def _one_run(job: dict, deadline: float, timeout: float, limit: float | None, hide=()):
     """(status, detail, verdicts, culprit) of one sandboxed run before the deadline."""
     left = deadline - time.monotonic()
     outcome = run_sandboxed(job, left, exercise_limit=limit, hide=hide) if left > 0 else None
@@ -199,7 +197,7 @@ def _one_run(job: dict, deadline: float, timeout: float, limit: float, hide=()):
     return status, detail, found, _culprit(outcome, status, limit)
 
 
-def _culprit(outcome: Outcome | None, status: str, limit: float):
+def _culprit(outcome: Outcome | None, status: str, limit: float | None):
     """(exercise, why) when one exercise ended the run; None when the run is not its doing."""
     if outcome is None or status in ("graded", "tampered") or outcome.exercise is None:
         return None
