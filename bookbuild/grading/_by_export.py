@@ -22,6 +22,8 @@ import time
 
 from bookbuild.grading.sandbox import Outcome, run_sandboxed
 
+OUT_OF_TIME = ("timeout", "grading ran out of time (stopped)")
+
 
 def exported(line: dict, run: int):
     """``(exercise, case)`` of an export line of this run, or None."""
@@ -48,12 +50,13 @@ def student_side(job: dict, deadline: float, limit, culprit_of, hide=()) -> tupl
     exports: dict = {}
     charged: dict[int, str] = {}
     remaining = sorted(int(k) for k in job["cases"])
+    program = without_key(job["program"])  # the same for every start
     while remaining:
         cases = {str(k): job["cases"][str(k)] for k in remaining}
         left = deadline - time.monotonic()
         if left <= 0:
-            return exports, charged, ("timeout", "grading ran out of time (stopped)")
-        student = dict(job, mode="export", cases=cases, program=without_key(job["program"]))
+            return exports, charged, OUT_OF_TIME
+        student = dict(job, mode="export", cases=cases, program=program)
         outcome = run_sandboxed(student, left, exercise_limit=limit, hide=hide)
         for line in outcome.lines:
             key = exported(line, job["run"])
@@ -90,7 +93,7 @@ def without_key(program: dict) -> dict:
 def _failure(outcome: Outcome):
     """The student's run's own failure, from its (untrusted) lines: tampering or an error."""
     if outcome.timed_out and not outcome.exercise_timed_out:
-        return "timeout", "grading ran out of time (stopped)"
+        return OUT_OF_TIME
     for line in outcome.lines:
         if line.get("kind") in ("tampered", "error", "ended"):
             kind = "tampered" if line["kind"] == "tampered" else "error"
