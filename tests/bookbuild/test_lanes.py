@@ -51,7 +51,9 @@ def test_the_longest_chain_starts_first(tmp_path):
     assert order == ["b build", "b tests", "a lint"]
 
 
-def test_installs_run_one_at_a_time_beside_the_lanes(tmp_path):
+def _timed_work():
+    """``(spans, work)``: ``work(key, seconds)`` makes a stage's action that sleeps and puts
+    its (start, end) in ``spans[key]``."""
     lock, spans = threading.Lock(), {}
 
     def work(key, seconds):
@@ -63,6 +65,11 @@ def test_installs_run_one_at_a_time_beside_the_lanes(tmp_path):
 
         return action
 
+    return spans, work
+
+
+def test_installs_run_one_at_a_time_beside_the_lanes(tmp_path):
+    spans, work = _timed_work()
     stages = [Stage(job, "set-up", work(f"{job} set-up", 0.2)) for job in ("a", "b", "c")]
     stages.append(Stage("d", "lint", work("d lint", 0.5)))
     run_stages(stages, lanes=1, logs=tmp_path, echo=False)
@@ -74,17 +81,7 @@ def test_installs_run_one_at_a_time_beside_the_lanes(tmp_path):
 
 
 def test_two_installs_run_side_by_side_while_nothing_else_can(tmp_path):
-    lock, spans = threading.Lock(), {}
-
-    def work(key, seconds):
-        def action():
-            start = time.monotonic()
-            time.sleep(seconds)
-            with lock:
-                spans[key] = (start, time.monotonic())
-
-        return action
-
+    spans, work = _timed_work()
     stages = [Stage(job, "set-up", work(job, 0.3 if job == "a" else 0.1)) for job in "abc"]
     stages += [Stage(job, "tests", work(f"{job} tests", 0.5), after=("set-up",)) for job in "ab"]
     run_stages(stages, lanes=2, logs=tmp_path, echo=False)
