@@ -192,6 +192,21 @@ def step_equivalence(compute_loss, strategy, model_fn, batch, *, loss, rtol, ato
     )
 
 
+def batch_examples(compute_loss, strategy, model_fn, batch) -> int:
+    """The examples in ``batch``, once every argument is refused or accepted as the check would.
+
+    Example:
+        >>> import numpy as np
+        >>> import mirrorkit as mk
+        >>> from mirrorkit.checks.equivalence import batch_examples
+        >>> batch_examples(print, mk.make_strategy(), lambda: None, (np.ones((6, 2)), np.ones(6)))
+        6
+    """
+    import tensorflow as tf
+
+    return _arguments(tf, compute_loss, strategy, model_fn, batch)[2]
+
+
 def _verdict(tf, compute_loss, strategy, model_fn, batch, loss, rtol, atol, uneven=True):
     """The verdict on the strategy's own split and, if that is even, one uneven split too."""
     x, y, global_batch = batch

@@ -11,7 +11,7 @@ from __future__ import annotations
 from mirrorkit._validate import require_strategy
 from mirrorkit.checks._learner_runs import guarded, literal_numbers, traced_learner_error
 from mirrorkit.checks._loss_causes import fixed_number_cause
-from mirrorkit.checks.equivalence import step_equivalence
+from mirrorkit.checks.equivalence import batch_examples, step_equivalence
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 
 
@@ -72,10 +72,12 @@ def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> C
         return CheckResult(False, "batch is an empty list: give one (x, y) batch or several.")
     checked = guarded(compute_loss, "compute_loss") if callable(compute_loss) else compute_loss
     n = strategy.num_replicas_in_sync
+    # Every batch's arguments refused or accepted first, as the check itself would.
+    lengths = [batch_examples(compute_loss, strategy, model_fn, each) for each in batches]
     # One uneven split is enough: a batch that does not divide by n is one, else the first's.
-    uneven = [not any(_length(b) % n for b in batches)] + [False] * (len(batches) - 1)
+    uneven = [not any(size % n for size in lengths)] + [False] * (len(batches) - 1)
     splits = []
-    for each, try_uneven in zip(batches, uneven, strict=True):
+    for each, try_uneven, examples in zip(batches, uneven, lengths, strict=True):
         try:
             report = step_equivalence(
                 checked,
@@ -93,24 +95,17 @@ def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> C
                 raise  # the check's own arguments, as check_step_equivalence refuses them
             return CheckResult(False, sentence)
         if not report.equivalent:
-            size = f"with a global batch of {_length(each)} examples: " if len(batches) > 1 else ""
+            size = f"with a global batch of {examples} examples: " if len(batches) > 1 else ""
             return CheckResult(False, size + _named(report, compute_loss))
         splits += report.splits
     if len(batches) == 1:
         return CheckResult(True, report.message)
-    sizes = " and ".join(str(_length(each)) for each in batches)
+    sizes = " and ".join(map(str, lengths))
     tried = "; ".join(", ".join(map(str, split)) for split in splits)
     head = report.message.split(" Splits tried")[0]
     return CheckResult(
         True, f"{head} (checked with global batches of {sizes}; splits tried: {tried})."
     )
-
-
-def _length(batch) -> int:
-    """The examples in one ``(x, y)`` batch, whatever the nesting of ``x``."""
-    import tensorflow as tf
-
-    return len(tf.nest.flatten(batch[0])[0])
 
 
 def _named(report, compute_loss) -> str:

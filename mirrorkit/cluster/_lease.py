@@ -26,6 +26,8 @@ import time
 import warnings
 from pathlib import Path
 
+from mirrorkit.cluster import protocol
+
 LEASE_FILE = ".mirrorkit-writer"
 LOCK_FILE = ".mirrorkit-writer.lock"
 #: Seconds between two heartbeats of a holder (a touch of the lease file).
@@ -33,10 +35,9 @@ HEARTBEAT_SECONDS = 5.0
 #: A lease whose heartbeat is older than this is stale wherever it was taken.
 STALE_SECONDS = 60.0
 #: Set by the launcher for its workers: the owner's identity, so a run is one writer.
-OWNER_VARIABLE = "MIRRORKIT_RUN_OWNER"
+OWNER_VARIABLE = protocol.RUN_OWNER
 #: The file in a run's folder listing the leases its workers took (the owner frees them).
 RUN_LEASES = "leases"
-_RUN_MARKER = "MIRRORKIT_RUN"  # protocol.RUN_MARKER, without importing the protocol here
 _LOCK_SECONDS = 10.0
 
 
@@ -109,8 +110,8 @@ def run_holder() -> dict:
     cluster (TF_CONFIG's cluster), which every worker of the job shares, on any host.
     """
     owner = os.environ.get(OWNER_VARIABLE)
-    if owner and os.environ.get(_RUN_MARKER):
-        return {**json.loads(owner), "run": os.environ[_RUN_MARKER]}
+    if owner and os.environ.get(protocol.RUN_MARKER):
+        return {**json.loads(owner), "run": os.environ[protocol.RUN_MARKER]}
     holder = identity()
     cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster")
     if cluster:
@@ -231,7 +232,7 @@ def take(folder: str | os.PathLike) -> dict:
 
 def _note_in_run(folder: Path) -> None:
     """List the lease in the run's folder, so that the owner frees it when the run ends."""
-    run = os.environ.get(_RUN_MARKER)
+    run = os.environ.get(protocol.RUN_MARKER)
     if run and os.environ.get(OWNER_VARIABLE) and os.path.isdir(run):
         with open(Path(run) / RUN_LEASES, "a") as listing:
             listing.write(str(folder.resolve() / LEASE_FILE) + "\n")

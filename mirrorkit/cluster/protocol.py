@@ -34,6 +34,8 @@ SUPERVISOR_PID = "MIRRORKIT_SUPERVISOR_PID"
 SERVER_PIDS = "MIRRORKIT_SERVER_PIDS"
 #: The environment variable every worker (and what it starts) inherits: the run's folder.
 RUN_MARKER = "MIRRORKIT_RUN"
+#: The launcher's workers inherit their owner's identity here (JSON), so a run is one writer.
+RUN_OWNER = "MIRRORKIT_RUN_OWNER"
 #: The launch spec's file name in the run's folder.
 SPEC_FILE = "spec.json"
 #: The pickled function or script the workers run, in the run's folder.
