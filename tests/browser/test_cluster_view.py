@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from mirrorkit.cluster import _procs
+from mirrorkit.report import style
 from mirrorwidgets.cluster_view import STATE_COLORS
 from tests.browser import test_jupyterlab as lab_test
 
@@ -190,7 +191,9 @@ def test_cluster_view_shows_a_killed_worker_live_in_jupyterlab(
             assert svg.count() == 1
             drawn = svg.evaluate(READ_SVG)
             for worker, state in ((0, "stopped"), (1, "failed")):
-                assert drawn["boxes"][f"cluster_w{worker}"] == STATE_COLORS[state], drawn
+                # The page's theme decides the colour; the light one is the fallback.
+                themed = style.themed(STATE_COLORS[state])
+                assert drawn["boxes"][f"cluster_w{worker}"] == themed, drawn
                 assert state in drawn["nodes"][f"w{worker}"], drawn
             assert sorted(drawn["edges"]) == ["w0->w1", "w1->w0"], drawn
 
