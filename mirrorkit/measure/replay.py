@@ -88,7 +88,7 @@ class AllReduceReplay(Reported):
         1     reduce     1→0+, 2→0+    24 B
         2     broadcast  0→1=, 0→2=    24 B
         a→b+: replica a sends its tensor to replica b, which adds it to its own; a→b=: b keeps it in place of its own.
-        Each replica sent at most 24 B = 2 x its tensor; the busiest link carried 48 B in all (4 x).
+        Each replica sent at most 24 B and no link carried more than 24 B in one direction (2 x its tensor). Each step waits for its own busiest link; those, step by step, add up to 48 B (4 x): the bytes the cost model divides by the bandwidth.
         SAME: The replay equals the strategy's own all-reduce (one_device) bit for bit.
         >>> replay.inputs[1]
         array('f', [2.0, 4.0, 6.0])
@@ -263,7 +263,7 @@ class AllReduceReplay(Reported):
         return require_count("step", step, minimum=0, maximum=last, write=write)
 
     def report(self) -> Report:
-        """One row per step: what moves, and the bytes on the busiest link."""
+        """One row per step: what moves, and the bytes on that step's busiest link."""
         s = self.schedule
         n = s.replicas
         moved = self.step_bytes()
@@ -280,7 +280,6 @@ class AllReduceReplay(Reported):
             (head, tuple(r[k] for r in rows))
             for k, head in enumerate(("step", "phase", "sends", "busiest link"))
         )
-        sent = max(self.sent_bytes())
         headline = (
             f"{s.algorithm} all-reduce of {self.size:,} {self.dtype} values "
             f"({format_size(self.nbytes)}) on {n} replicas: {len(s.steps)} steps",
@@ -293,40 +292,23 @@ class AllReduceReplay(Reported):
                 else "a→b+: replica a sends its tensor to replica b, which adds it to its own; "
                 "a→b=: b keeps it in place of its own."
             ),
-            Line(
-                f"Each replica sent at most {format_size(sent)} = "
-                f"{sent / self.nbytes:.3g} x its tensor; the busiest link carried "
-                f"{format_size(sum(moved))} in all ({sum(moved) / self.nbytes:.3g} x)."
-                + _bus_note(s)
-            ),
+            self._bytes_line(moved),
             *self._verdict_lines(),
         ]
         return Report(headline=headline, columns=columns, lines=tuple(lines), tone=self._tone())
 
-    def link_report(self) -> Report:
-        """:meth:`report`, its bytes line counted link by link (what the browser lab prints).
-
-        :meth:`report` adds each step's busiest link, links that differ from step to step,
-        and calls the sum what "the busiest link carried": it is the byte term of the cost
-        model (each step waits for its busiest link), not any one link's load. This says
-        both: the most any replica sent or received in all, and that sum over the steps.
-        """
-        moved = sum(self.step_bytes())
-        most = max(*self.sent_bytes(), *self.schedule.received_bytes(self.size, self.itemsize))
-        line = Line(
-            f"Each replica sent at most {format_size(max(self.sent_bytes()))} and no link "
-            f"carried more than {format_size(most)} in one direction "
-            f"({most / self.nbytes:.3g} x its tensor). Each step waits for its own busiest "
-            f"link; those, step by step, add up to {format_size(moved)} "
-            f"({moved / self.nbytes:.3g} x): the bytes the cost model divides by the bandwidth."
-            + _bus_note(self.schedule)
-        )
-        report = self.report()
-        return Report(
-            headline=report.headline,
-            columns=report.columns,
-            lines=(report.lines[0], line, *report.lines[2:]),
-            tone=report.tone,
+    def _bytes_line(self, moved: list[int]) -> Line:
+        # Each step's busiest link may be another link: their sum is the cost model's byte
+        # term (each step waits for its own busiest link), not the load of any one link.
+        total = sum(moved)
+        sent = self.sent_bytes()
+        most = max(*sent, *self.schedule.received_bytes(self.size, self.itemsize))
+        return Line(
+            f"Each replica sent at most {format_size(max(sent))} and no link carried more "
+            f"than {format_size(most)} in one direction ({most / self.nbytes:.3g} x its "
+            f"tensor). Each step waits for its own busiest link; those, step by step, add up "
+            f"to {format_size(total)} ({total / self.nbytes:.3g} x): the bytes the cost model "
+            "divides by the bandwidth." + _bus_note(self.schedule)
         )
 
     def _tone(self) -> str:

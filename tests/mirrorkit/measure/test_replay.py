@@ -3,13 +3,14 @@
 import json
 import subprocess
 import sys
+from array import array
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import mirrorkit as mk
-from mirrorkit.measure.replay import _compare
+from mirrorkit.measure.replay import AllReduceReplay, _compare
 from mirrorkit.measure.schedules import schedule
 from tests.conftest import REPLICAS, ROOT
 
@@ -74,6 +75,23 @@ def test_hierarchical_copy_with_an_odd_count_leaves_the_last_replica_out():
 def test_uneven_chunks_differ_by_at_most_one_element():
     assert schedule("collective", 4).chunk_bounds(10) == [(0, 3), (3, 6), (6, 8), (8, 10)]
     assert schedule("collective", 4).chunk_bounds(2) == [(0, 1), (1, 2), (2, 2), (2, 2)]
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "most", "steps_sum"),
+    [("collective", "116 B", "120 B (1.58 x)"), ("one_device", "228 B", "456 B (6 x)")],
+)
+def test_the_bytes_line_tells_one_links_load_from_the_steps_busiest_links(
+    algorithm, most, steps_sum
+):
+    # 19 float32 values on 4 replicas, chapter 5's replay: the ring's chunks are 5, 5, 5 and
+    # 4 values, so each step's busiest link moves 20 B, while no replica sends 6 x 20 B.
+    inputs = tuple(array("f", [float(r)] * 19) for r in range(4))
+    replay = AllReduceReplay(schedule(algorithm, 4), tuple("abcd"), inputs, inputs)
+    line = replay.report().lines[1].text
+    assert f"no link carried more than {most} in one direction" in line
+    assert f"step by step, add up to {steps_sum}" in line
+    assert "in all" not in line and not hasattr(replay, "link_report")
 
 
 @pytest.mark.parametrize(
