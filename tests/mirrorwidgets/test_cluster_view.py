@@ -11,6 +11,7 @@ from mirrorkit.report import style
 from mirrorwidgets._snapshot import displayed
 from mirrorwidgets.cluster_view import STATE_COLORS, ClusterView
 from tests.mirrorkit.test_devices import run_fresh
+from tests.mirrorwidgets.test_a11y import assert_lines_twin
 
 
 def _devices(task: int, count: int = 1) -> tuple[str, ...]:
@@ -199,6 +200,13 @@ def test_one_loss_line_per_worker_that_reported_a_loss():
     assert [line.get_label() for line in lines] == ["worker 0 (chief)", "worker 1", "worker 3"]
     assert list(lines[2].get_ydata()) == [4, 8, 12]
     html = view.snapshot_html()
+    drawn = {
+        line.get_label(): list(zip(line.get_xdata(), line.get_ydata(), strict=True))
+        for line in lines
+    }
+    assert_lines_twin(html, drawn)  # the chart's points, as tables, in the snapshot
+    view.flush()  # the live chart redraws at most every plot_interval seconds
+    assert_lines_twin(view._plot.value, drawn)  # and in the live view
     assert html.count('<svg class="mw-cluster-loss"') == 1
     lines = _loss_lines(html)
     assert list(lines) == ["worker 0 (chief)", "worker 1", "worker 3"]
@@ -217,8 +225,11 @@ def test_long_loss_lines_are_thinned_but_keep_the_last_step():
         view.status.apply(mk.WorkerEvent(0, "step", step=step, metrics={"loss": 1.0 / step}))
     xs = list(view.loss_figure().axes[0].lines[0].get_xdata())
     assert len(xs) <= 12 and xs[0] == 1 and xs[-1] == 101
-    _, points, tip = _loss_lines(view.snapshot_html())["worker 0 (chief)"]
+    html = view.snapshot_html()
+    _, points, tip = _loss_lines(html)["worker 0 (chief)"]
     assert len(points) == len(xs)  # the chart draws the same thinned points
+    ys = view.loss_figure().axes[0].lines[0].get_ydata()
+    assert_lines_twin(html, {"worker 0 (chief)": list(zip(xs, ys, strict=True))})
     assert tip == "worker 0 (chief): 0.009901 at step 101"
 
 
@@ -428,6 +439,8 @@ def test_throttled_updates_never_lose_the_final_state():
     assert _state_fills(view._topology.value)[0] == STATE_COLORS["finished"]
     assert view._plot.value.startswith('<svg class="mw-cluster-loss"')  # the final chart, too
     assert view._plot.layout.display is None
+    final = [(step, 1.0 / step) for step in range(1, 201)]
+    assert_lines_twin(view._plot.value, {"worker 0 (chief)": final})  # and its tables
 
 
 def test_default_throttle_skips_most_of_a_fast_burst():

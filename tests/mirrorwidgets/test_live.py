@@ -12,6 +12,7 @@ from mirrorkit.report import style
 from mirrorwidgets import LiveTrainingCallback, LiveTrainingHook, LiveTrainingView
 from mirrorwidgets._snapshot import displayed
 from mirrorwidgets._throttle import Throttle
+from tests.mirrorwidgets.test_a11y import assert_lines_twin, twin_tables
 
 
 def _data(n=64):
@@ -167,6 +168,13 @@ def test_view_records_per_replica_values(strategy):
     view.record(6, loss, norm)
     assert view._grid is grid  # updated in place
     assert view.history["step"] == [5, 6]
+    # The chart's table twins follow it: each replica's points, step by step.
+    assert [row["step"] for row in twin_tables(html)["the chart as a table"]] == ["5"]
+    view.record(7, strategy.run(lambda: tf.constant(0.5)))
+    view.refresh_plot()
+    lines = {f"replica {i}": [(5, float(i)), (6, float(i)), (7, 0.5)] for i in range(4)}
+    for markup in (view._plot.value, view.snapshot_html()):
+        assert_lines_twin(markup, lines)
 
 
 def test_a_long_history_is_thinned_but_keeps_the_last_step():
@@ -180,6 +188,8 @@ def test_a_long_history_is_thinned_but_keeps_the_last_step():
     view.refresh_plot()
     line = re.search(r'<polyline class="mw-series"[^>]* points="([^"]+)"', view._plot.value)
     assert len(line.group(1).split()) == len(steps)  # every step kept is drawn
+    drawn = [(step, float(loss[0])) for step, loss in zip(steps, view.history["loss"], strict=True)]
+    assert_lines_twin(view.snapshot_html(), {"replica 0": drawn})  # and in its tables
 
 
 def test_hook_throttles_and_reads_only_when_due(strategy):

@@ -6,7 +6,9 @@ and an HTML widget any markup, ``role`` and ``aria-live`` included, but no attri
 control itself. So every widget here is a box of stock controls, each with a description,
 and one :class:`Status`: an HTML widget holding a polite live region whose text says what
 the last change of state was. :data:`STYLE` rides along in it: the palette's dark values
-(:data:`mirrorkit.report.style.THEME_CSS`) and a 2 px focus ring.
+(:data:`mirrorkit.report.style.THEME_CSS`) and a 2 px focus ring. A line chart's picture
+has its numbers beside it as tables (:func:`lines_twin`), drawn by the charts' one table
+twin, :func:`mirrorwidgets._plot.twin`.
 
 Example:
     >>> import ipywidgets
@@ -19,12 +21,16 @@ Example:
 from __future__ import annotations
 
 import html
+import math
 import re
+from collections.abc import Sequence
 
 import ipywidgets
 import traitlets
 
 from mirrorkit.report import style
+from mirrorwidgets import _plot
+from mirrorwidgets._lines_chart import Series
 
 STYLE = f"<style>{style.THEME_CSS}{style.FOCUS_CSS}</style>"
 SHORT = 240  # characters: an announcement is a summary, not the whole drawing
@@ -98,3 +104,60 @@ def announce(widget: ipywidgets.Box, text: str) -> None:
     elif status not in widget.children:
         widget.children = (*widget.children, status)
     status.text = text
+
+
+def lines_twin(series: Sequence[Series], value: str = "loss") -> str:
+    """What a line chart (:func:`mirrorwidgets._lines_chart.lines_svg`) draws, as two tables.
+
+    "the chart in brief": one row per line, its number of points, its first and last point
+    and its lowest finite value. "the chart as a table": one row per step, one column per
+    line, each cell a point the chart draws (empty where a line has none), thinned as every
+    twin is (:data:`mirrorwidgets._plot.TWIN_ROWS`). Numbers are written as the chart's
+    tooltips write them (:func:`mirrorwidgets._plot.number`).
+
+    Args:
+        series: The lines, as given to ``lines_svg``.
+        value: What the lines measure (the tables' column names).
+
+    Returns:
+        HTML: two ``<details class="mw-twin">`` tables; "" for no lines.
+
+    Example:
+        >>> a = Series("replica 0", [(1, 2.0), (2, 0.5), (3, 0.75)], 0)
+        >>> html = lines_twin([a, Series("replica 1", [(3, 1.0)], 1)])
+        >>> "<td>replica 0</td><td>3</td><td>1</td><td>2</td><td>3</td><td>0.75</td>" in html
+        True
+        >>> "<td>3</td><td>0.75</td><td>1</td></tr>" in html  # step 3: both lines
+        True
+    """
+    if not series:
+        return ""
+    brief = []
+    for s in series:
+        (first, start), (last, end) = s.points[0], s.points[-1]
+        finite = [(v, step) for step, v in s.points if math.isfinite(v)]
+        low, at = min(finite, key=lambda pair: pair[0]) if finite else (None, "-")
+        number = "-" if low is None else _plot.number(low)
+        row = (s.label, len(s.points), first, _plot.number(start), last, _plot.number(end))
+        brief.append((*row, number, at))
+    heads = ["line", "points", "first step", f"first {value}", "last step", f"last {value}"]
+    heads += [f"lowest {value}", "at step"]
+    return _plot.twin("the chart in brief", heads, brief) + _plot.twin(
+        "the chart as a table", ["step", *(s.label for s in series)], _by_step(series)
+    )
+
+
+def _by_step(series: Sequence[Series]) -> list[tuple]:
+    """One row per step and a column per line; a step a line drew twice takes two rows."""
+    at: list[dict[int, list[float]]] = []
+    for s in series:
+        points: dict[int, list[float]] = {}
+        for step, v in s.points:
+            points.setdefault(step, []).append(v)
+        at.append(points)
+    rows = []
+    for step in sorted({step for points in at for step in points}):
+        for k in range(max(len(points.get(step, ())) for points in at)):
+            cells = [points.get(step, [])[k : k + 1] for points in at]
+            rows.append((step, *(_plot.number(c[0]) if c else "" for c in cells)))
+    return rows

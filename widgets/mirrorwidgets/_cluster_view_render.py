@@ -1,5 +1,8 @@
 """Drawing a ClusterStatus: the graphviz topology, the per-worker table, the loss chart.
 
+The loss chart comes with its table twins (:func:`mirrorwidgets._a11y.lines_twin`): the
+same points, for a screen reader and for a viewer that drops the SVG.
+
 Everything here is a pure function of the status, so the same events always give the
 same HTML (what nbval compares in the book's saved outputs). The topology's nodes have a
 fixed size: a worker's address (its port changes between runs; nbval's sanitizer
@@ -11,6 +14,7 @@ from __future__ import annotations
 from mirrorkit.report import style
 from mirrorkit.report.render import Html, html_table
 from mirrorwidgets import _plot
+from mirrorwidgets._a11y import lines_twin
 from mirrorwidgets._lines_chart import Series, lines_svg
 from mirrorwidgets._render import FONT, esc, graphviz_svg
 from mirrorwidgets._routes import device_label, route
@@ -33,6 +37,7 @@ TINTS = {
     "stopped": style.ORANGE_BG,
 }
 RING = style.BLUE
+LOSS_CLASS, LOSS_LABEL = "mw-cluster-loss", "loss per worker"  # the loss chart's
 _CLIP = 160  # characters of a message or printed line shown in the table
 
 
@@ -197,7 +202,15 @@ def loss_svg(status, max_points: int) -> str:
     series = loss_series(status, max_points)
     if not series:
         return ""
-    return lines_svg(series, css_class="mw-cluster-loss", label="loss per worker")
+    return lines_svg(series, css_class=LOSS_CLASS, label=LOSS_LABEL)
+
+
+def loss_chart(status, max_points: int) -> str:
+    """The loss chart (:func:`loss_svg`) followed by its table twins; "" while no loss came."""
+    series = loss_series(status, max_points)
+    if not series:
+        return ""
+    return lines_svg(series, css_class=LOSS_CLASS, label=LOSS_LABEL) + lines_twin(series)
 
 
 def loss_figure(status, max_points: int):
@@ -208,7 +221,7 @@ def loss_figure(status, max_points: int):
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(5.0, 2.2), dpi=96, layout="constrained")
-    axes = figure.add_subplot(xlabel="step", ylabel="loss per worker")
+    axes = figure.add_subplot(xlabel="step", ylabel=LOSS_LABEL)
     for s in series:
         steps, losses = zip(*s.points, strict=True)
         color, _ = _plot.series_look(s.look)

@@ -43,7 +43,8 @@ class ClusterView(SnapshotMixin, ipywidgets.VBox):
     (``STATE_COLORS``: starting grey, ready blue, training green, finished dark green,
     failed red, stopped orange) and the ring all-reduce between workers; (b) a table of
     each worker's state, last step, last loss, why it failed or stopped, and the last line
-    it printed; (c) once a worker reports a loss, one loss line per worker (inline SVG).
+    it printed; (c) once a worker reports a loss, one loss line per worker (inline SVG),
+    and the same points as tables (each line in brief, and step by step) below it.
 
     Redraws are throttled: at most every ``min_interval`` seconds and within ``budget`` of
     the wall time (the loss plot at most every ``plot_interval`` seconds); an event that
@@ -253,7 +254,7 @@ class ClusterView(SnapshotMixin, ipywidgets.VBox):
             return _cluster_view_render.loss_figure(self._status, self.max_points)
 
     def snapshot_html(self) -> str:
-        """Every event applied so far, drawn as HTML: topology, table and loss chart (SVG).
+        """Every event applied so far, drawn as HTML: topology, table, loss chart and its twins.
 
         Returns:
             An HTML fragment, no script; the same events always give the same HTML.
@@ -293,7 +294,7 @@ class ClusterView(SnapshotMixin, ipywidgets.VBox):
         dot = _cluster_view_render.graph(status)
         if self._svg_cache[0] != dot.source:  # dot runs only when the drawing changes
             self._svg_cache = (dot.source, _cluster_view_render.svg(dot))
-        chart = self._loss_svg() if plot else ""
+        chart = self._loss_chart() if plot else ""
         chart = f"<div>{chart}</div>" if chart else ""
         return (
             _cluster_view_render.header_html(status, self.title),
@@ -302,10 +303,10 @@ class ClusterView(SnapshotMixin, ipywidgets.VBox):
             chart,
         )
 
-    def _loss_svg(self) -> str:
+    def _loss_chart(self) -> str:
         key = _cluster_view_render.loss_key(self._status, self.max_points)
         if self._plot_cache[0] != key:
-            self._plot_cache = (key, _cluster_view_render.loss_svg(self._status, self.max_points))
+            self._plot_cache = (key, _cluster_view_render.loss_chart(self._status, self.max_points))
         return self._plot_cache[1]
 
     def _draw(self, *, plot: bool) -> None:
@@ -316,7 +317,7 @@ class ClusterView(SnapshotMixin, ipywidgets.VBox):
         announce(self, text_of(header))
         if plot:
             self._plotted_at = time.perf_counter()
-            chart = self._loss_svg()
+            chart = self._loss_chart()
             if chart and self._plot.value != chart:
                 self._plot.value = chart
             self._plot.layout.display = None if chart else "none"

@@ -19,7 +19,7 @@ import traitlets
 
 from mirrorkit._validate import refuse
 from mirrorwidgets import _plot, _values
-from mirrorwidgets._a11y import ThemedHTML, announce
+from mirrorwidgets._a11y import ThemedHTML, announce, lines_twin
 from mirrorwidgets._lines_chart import Series, lines_svg
 from mirrorwidgets._probe import distributed_probe, probe_examples, probe_function
 from mirrorwidgets._render import FONT, GREY, container, esc
@@ -72,7 +72,7 @@ class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
         self._grid: ReplicaGrid | None = None
         self._grid_box = ipywidgets.VBox()
         self._plot = ThemedHTML()
-        self._plot_svg = ""
+        self._plot_svg = self._plot_twin = ""
         self._plotted_at = -float("inf")
         self.children = [self._header, self._grid_box, self._plot]
 
@@ -159,7 +159,7 @@ class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
         return f'<div class="mw-live" style="{FONT}">{" &middot; ".join(bits)}</div>'
 
     def refresh_plot(self) -> None:
-        """Redraw the loss chart now (``record`` does it every ``plot_interval`` seconds).
+        """Redraw the loss chart and its tables now (``record`` does it every ``plot_interval`` s).
 
         Example:
             >>> import tensorflow as tf
@@ -179,13 +179,14 @@ class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
             for i, column in enumerate(np.vstack(self.history["loss"]).T)
         ]
         self._plot_svg = lines_svg(series, css_class="mw-live-loss", label="loss per replica")
-        self._plot.value = self._plot_svg
+        self._plot_twin = lines_twin(series)  # the same points, as tables
+        self._plot.value = self._plot_svg + self._plot_twin
 
     def snapshot_html(self) -> str:
         """The view's current state: header, per-replica grid and the last plot, as HTML.
 
         Returns:
-            An HTML fragment (the loss chart as inline SVG).
+            An HTML fragment (the loss chart as inline SVG, and its points as tables).
 
         Example:
             >>> from mirrorwidgets import LiveTrainingView
@@ -196,7 +197,7 @@ class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
             return container(
                 f"{self._header.value}<div style='color:{GREY}'>no steps yet</div>", "mw-live"
             )
-        chart = f"<div>{self._plot_svg}</div>" if self._plot_svg else ""
+        chart = f"<div>{self._plot_svg}</div>{self._plot_twin}" if self._plot_svg else ""
         return container(self._header.value + self._grid.snapshot_html() + chart, "mw-live")
 
 
