@@ -39,6 +39,10 @@ from .checks.step_equivalence import (
     StepEquivalence as StepEquivalence,
     WeightGradient as WeightGradient,
 )
+from .cluster._lease import (
+    FolderInUseError as FolderInUseError,
+    FolderTakenOverWarning as FolderTakenOverWarning,
+)
 from .cluster.cluster_run import ClusterRun as ClusterRun
 from .cluster.events import (
     EVENT_KINDS as EVENT_KINDS,

@@ -245,8 +245,8 @@ class WorkerContext:
             The folder for this worker (created if missing).
 
         Raises:
-            RuntimeError: Another live run writes ``base`` (a ``FolderInUseError`` naming
-                its host, process and since when).
+            mirrorkit.FolderInUseError: Another live run writes ``base``; the message names
+                its host, process and since when, and what to do.
             OSError: ``base`` cannot be written (full, read-only, not yours), with its path,
                 the cause and what to do, before anything is trained.
 
@@ -264,7 +264,7 @@ class WorkerContext:
         path = Path(base) if self.is_chief else Path(base) / f".worker-{self.task_id}"
         try:
             path.mkdir(parents=True, exist_ok=True)
-            _lease.take(base)
+            _lease.take(base, chief=self.is_chief)
         except OSError as error:
             raise _run_folder.explained(
                 error, base, "the checkpoint folder", _run_folder.CHECKPOINT_FIX

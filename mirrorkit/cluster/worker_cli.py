@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         "(default 300; 0 never)",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--leases", default=None, help=argparse.SUPPRESS)  # the child's list
     args = parser.parse_args(argv)
     _refuse_a_deleted_folder(parser, args.target)
     # Found here, not after the cluster joined: a typo must not wait for every other worker.
@@ -117,29 +118,43 @@ def _parent(args: argparse.Namespace, argv: list[str]) -> int:
     # TensorFlow holds the GIL while it waits for the cluster, and its preemption notifier
     # swallows SIGTERM from then on: no code in that process can keep a bound or obey
     # SIGTERM. This process, without TensorFlow, keeps both for its child, the worker.
-    # It also ends, with the worker, whatever the worker started (_reaper).
+    # It also ends, with the worker, whatever the worker started (_reaper), and gives back
+    # the checkpoint folders' leases the worker holds, however this ends (the worker's end,
+    # the join's bound, a signal, an error here), once the worker has ended.
+    from mirrorkit.cluster import _lease, _reaper
+
+    _reaper.become_subreaper()
+    with _lease.freed_after() as leases:
+        return _supervise(args, argv, leases)
+
+
+def _supervise(args: argparse.Namespace, argv: list[str], leases: dict) -> int:
     import queue
 
     from mirrorkit.cluster import _reaper, protocol
     from mirrorkit.cluster._flight import join_report
 
-    _reaper.become_subreaper()
     read_fd, write_fd = os.pipe()
     env = {
         **os.environ,
         protocol.EVENT_FD: str(write_fd),
         protocol.SUPERVISOR_PID: str(os.getpid()),
     }
+    listing = ["--leases", leases["listing"]] if leases["listing"] else []
     child = subprocess.Popen(
-        [sys.executable, "-m", "mirrorkit.worker", *argv, "--child"], env=env, pass_fds=(write_fd,)
+        [sys.executable, "-m", "mirrorkit.worker", *argv, "--child", *listing],
+        env=env,
+        pass_fds=(write_fd,),
     )
+    leases["child"] = child
     os.close(write_fd)
 
     def end(signum, frame) -> None:
         # Not child.wait(): the main thread may be inside it, holding the lock it takes.
+        # The exception leaves through _lease.freed_after, which waits once it is out.
         child.kill()
         _reaper.sweep()  # the worker, what it started, and their exits
-        os._exit(128 + signum)
+        raise SystemExit(128 + signum)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, end)
@@ -179,7 +194,7 @@ def _parent(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def _child(args: argparse.Namespace) -> int:
-    from mirrorkit.cluster import _procs, protocol
+    from mirrorkit.cluster import _lease, _procs, protocol
     from mirrorkit.cluster._flight import FlightRecorder, failure_report
 
     _procs.die_with_parent(int(os.environ.pop(protocol.SUPERVISOR_PID)))
@@ -196,7 +211,7 @@ def _child(args: argparse.Namespace) -> int:
     import tensorflow as tf
 
     try:
-        with context.as_current():
+        with _lease.listed_in(args.leases), context.as_current():  # the parent frees them
             run_target(args.target, context)
     except tf.errors.OpError as error:  # TensorFlow's own: a few lines, not its traceback
         print(

@@ -88,6 +88,12 @@ def restore_latest(checkpoint, directory) -> RestoredCheckpoint:
             named, with how to load it, rather than training from step 0 beside it.
         CheckpointDamagedError: If the folder holds checkpoint files none of which can be
             read; the message names each file and why.
+        FolderInUseError: If another live run writes the folder (it holds the folder's
+            lease, see :class:`mirrorkit.FolderInUseError`): nothing is read, since
+            TensorFlow writes a checkpoint's ``.index`` file under its final name and the
+            run deletes its old checkpoints as it saves. The message names the run (host,
+            process, since when) and what to do. The workers of the run that holds it
+            restore as usual.
 
     Example:
         >>> import tempfile, tensorflow as tf
@@ -102,6 +108,9 @@ def restore_latest(checkpoint, directory) -> RestoredCheckpoint:
         (7, 'ckpt-7', ())
     """
     folder = _arguments(checkpoint, directory)
+    import mirrorkit as mk  # the public error; its check reads the folder's lease
+
+    mk.FolderInUseError.check(folder, reading=True)
     checkpoint.save_counter  # noqa: B018 - created now, so it has its place when compared
     candidates, skipped = files.listed_checkpoints(folder)
     for prefix, problem in candidates:

@@ -6,8 +6,10 @@ the runs of the cluster cases are in test_fault_suite.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -154,3 +156,109 @@ def test_the_heartbeat_renews_what_is_held_and_lets_go_of_what_was_taken_over(tm
     assert kept in held and lost not in held
     assert time.time() - (kept / _lease.LEASE_FILE).stat().st_mtime < 10  # renewed
     assert lease_of(lost)["pid"] == sleeper.pid  # left to its new holder
+
+
+def test_the_errors_are_public_and_the_old_import_path_still_works(tmp_path):
+    import mirrorkit as mk
+
+    assert mk.FolderInUseError is _lease.FolderInUseError
+    assert mk.FolderTakenOverWarning is _lease.FolderTakenOverWarning
+    _lease.take(tmp_path)  # this process's run holds it: its own reads and writes pass
+    assert mk.FolderInUseError.check(tmp_path, reading=True) is None
+
+
+def test_the_chief_names_itself_in_a_lease_another_worker_of_its_run_took(tmp_path, monkeypatch):
+    # Two workers of one `python -m mirrorkit.worker` job (one TF_CONFIG cluster): worker 1
+    # asks first; the chief's end, not worker 1's, must be what gives the folder back.
+    config = {"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}}
+    code = "import sys; from mirrorkit.cluster import _lease; _lease.take(sys.argv[1], chief=False)"
+    env = {**os.environ, "TF_CONFIG": json.dumps({**config, "task": {"index": 1}})}
+    env.pop(_lease.OWNER_VARIABLE, None)
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, env=env, check=True)
+    first = lease_of(tmp_path)
+    monkeypatch.delenv(_lease.OWNER_VARIABLE, raising=False)
+    monkeypatch.setenv("TF_CONFIG", json.dumps({**config, "task": {"index": 0}}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one run: no takeover, though worker 1 has ended
+        _lease.take(tmp_path)
+    now = lease_of(tmp_path)
+    assert now["pid"] == os.getpid() != first["pid"]
+    assert (now["since"], now["run"]) == (first["since"], first["run"])
+
+
+HOLDER = (
+    "import sys, time; from mirrorkit.cluster import _lease\n"
+    "with _lease.listed_in(sys.argv[2]):\n"
+    "    _lease.take(sys.argv[1])\n"
+    "print('held', flush=True)\n"
+    "if sys.argv[3] == 'stay':\n"
+    "    time.sleep(300)\n"
+)
+
+
+@pytest.mark.parametrize("end", ["worker ended", "parent's error"])
+def test_the_worker_commands_parent_frees_its_workers_leases_however_it_ends(tmp_path, end):
+    # The construct the worker command's parent runs in (_lease.freed_after), with a real
+    # child holding a lease; SIGTERM, through the real command, is the next test.
+    folder, other = tmp_path / "ckpt", tmp_path / "taken-over"
+    folder.mkdir()
+    with contextlib.suppress(RuntimeError), _lease.freed_after() as leases:
+        stay = "stay" if end == "parent's error" else "go"
+        child = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(folder), leases["listing"], stay],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        leases["child"] = child
+        assert child.stdout.readline() == "held\n"
+        assert lease_of(folder)["pid"] == child.pid
+        _lease._append(Path(leases["listing"]), other)  # listed, but no longer the child's
+        foreign_lease(other, os.getpid())
+        if end == "parent's error":
+            raise RuntimeError("the parent's own error")
+        child.wait()
+    assert child.returncode == (0 if end == "worker ended" else -9)
+    assert not (folder / _lease.LEASE_FILE).exists()
+    assert lease_of(other)["pid"] == os.getpid()  # another holder's lease is left alone
+    assert not Path(leases["listing"]).exists()
+
+
+TRAIN_AND_WAIT = """
+import time
+
+def train(context):
+    context.write_dir({folder!r})
+    print("HOLDING", flush=True)
+    time.sleep(300)
+"""
+
+
+def test_the_worker_command_gives_its_lease_back_when_terminated(tmp_path):
+    from mirrorkit.cluster import _procs
+
+    folder = tmp_path / "ckpt"
+    (tmp_path / "train.py").write_text(TRAIN_AND_WAIT.format(folder=str(folder)))
+    port = _procs.free_ports(1)[0]
+    config = {"cluster": {"worker": [f"127.0.0.1:{port}"]}, "task": {"type": "worker", "index": 0}}
+    env = {**os.environ, "TF_CONFIG": json.dumps(config), "PYTHONPATH": str(ROOT)}
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "mirrorkit.worker", "train.py:train", "--join-timeout", "60"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert worker.stdout.readline() == "HOLDING\n", worker.stderr.read()
+        holder = lease_of(folder)
+        assert holder["pid"] != worker.pid  # the lease names the TensorFlow child
+        assert holder["run"].startswith("cluster ")
+        worker.send_signal(signal.SIGTERM)
+        _, stderr = worker.communicate(timeout=60)
+    finally:
+        worker.kill()
+        worker.wait()
+    assert worker.returncode == 128 + signal.SIGTERM, stderr
+    assert not (folder / _lease.LEASE_FILE).exists(), stderr

@@ -12,6 +12,7 @@ import tensorflow as tf
 import mirrorkit as mk
 
 DATA = "ckpt-8.data-00000-of-00001"
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def training_checkpoint(strategy, hidden: int = 0, optimizer: str = "sgd"):
@@ -261,6 +262,43 @@ def test_a_folder_of_a_model_saved_another_way_is_named_with_how_to_load_it(
     assert f"  {named}: {how}" in message, message
     assert "give restore_latest and the CheckpointManager a folder of their own" in message
     assert int(checkpoint.step) == 0
+
+
+def test_a_folder_another_live_run_writes_is_not_read_until_that_run_ends(strategy, tmp_path):
+    # A real process of another run holds the folder's lease (as a LocalCluster worker or
+    # python -m mirrorkit.worker does at write_dir) while restore_latest is asked to read it.
+    import socket
+    import subprocess
+    import sys
+
+    folder = saved_folder(tmp_path, training_checkpoint(strategy))
+    code = (
+        "import sys, time; from mirrorkit.cluster import _lease; "
+        "print(_lease.take(sys.argv[1])['pid'], flush=True); time.sleep(300)"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, folder], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    resumed = training_checkpoint(strategy)
+    try:
+        assert int(holder.stdout.readline()) == holder.pid
+        with pytest.raises(mk.FolderInUseError) as refused:
+            mk.restore_latest(resumed, folder)
+    finally:
+        holder.kill()
+        holder.wait()
+    message = str(refused.value)
+    assert message.startswith(
+        f"the folder {folder} is being written by another run: process {holder.pid} ("
+    ), message
+    assert f"on host {socket.gethostname()}, since " in message
+    assert "Nothing was read: a checkpoint read now can be half written" in message
+    assert "Wait for that run to end (or stop it), then restore" in message
+    assert "copy its newest checkpoint" in message
+    assert int(resumed.step.numpy()) == 0  # nothing restored
+    # Its run ended (the process is gone): the folder reads as usual, the newest first.
+    assert mk.restore_latest(resumed, folder).path.endswith("ckpt-8")
+    assert int(resumed.step.numpy()) == 8
 
 
 @pytest.fixture(scope="module")
