@@ -438,6 +438,8 @@ BROWSER = [
     "mirrorkit.training.dynamic_loss_scale",
     "mirrorkit.training.float16",
     "mirrorkit.training.learning_rate_rules",
+    "mirrorwidgets._plot",  # the SVG charts of the labs (issue 51): no ipywidgets either
+    "mirrorwidgets.lab_charts",
 ]
 
 

@@ -28,4 +28,5 @@ BROWSER_MODULES = (
     "mirrorkit.measure.links",
     "mirrorwidgets.all_reduce_stepper",
     "mirrorwidgets.batch_split",
+    "mirrorwidgets.lab_charts",
 )

@@ -8,6 +8,8 @@
 * Any code cell run first, in a new namespace, runs or says which cells to run.
 * Each exercise's check passes the right answer, names each usual mistake, and never shows
   the answer; an answer cell defines the function its check names.
+* Where the chapter shows a chart, its lab draws it as SVG (mirrorwidgets.lab_charts), with
+  the numbers of its table twin.
 
 The browser itself runs them in tests/browser/test_lite_site.py.
 """
@@ -28,6 +30,7 @@ import pytest
 from bookbuild.execute import notebook_client
 from mirrorkit.checks.lab_answers import EXERCISES, check, check_answer, draw_inputs
 from mirrorkit.checks.lab_settings import SETTINGS
+from mirrorwidgets.lab_charts import LabChart
 from tests.conftest import ROOT
 from tests.refuse_heavy import REFUSE  # run first in the lab's kernel, as in the browser
 
@@ -38,6 +41,11 @@ LABS = sorted((ROOT / "book" / "browser").glob("*.ipynb"))
 CELL_TIMEOUT = 30
 PRINTED_AT_MOST = 60_000  # characters a lab prints at its largest accepted values
 RUN_FIRST = "run the cells above this one first"
+CHARTED = {
+    "04_loss_scaling",
+    "05_ring_all_reduce",
+    "08_scaling_rule",
+}  # the labs that draw a chart (docs/labs.md)
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda path: path.name)
@@ -49,6 +57,9 @@ def test_a_browser_lab_runs_without_tensorflow_keras_or_numpy(lab, tmp_path):
         client.execute()
     printed = [o for cell in nb.cells for o in cell.get("outputs", ())]
     assert printed, "a lab shows the reader something"
+    html = [o["data"]["text/html"] for o in printed if "text/html" in o.get("data", {})]
+    drawn = [h for h in html if "<svg" in h and '<details class="mw-twin">' in h]
+    assert len(drawn) == (lab.stem in CHARTED), "a lab draws its chapter's chart, with its twin"
 
 
 def test_there_are_browser_labs():
@@ -177,3 +188,71 @@ def test_a_lab_has_two_exercises_each_an_answer_cell_and_its_check(lab):
         assert "return ...  #" in cell.source, "the answer cell holds no solution"
     for cell, key in zip(checks, keys, strict=True):
         assert f'check("{key}", globals().get("{EXERCISES[key].answer}"))' in cell.source
+
+
+def _charts(stem: str) -> tuple[list[LabChart], dict]:
+    """The charts a lab's cells show, run top to bottom in one namespace; and the namespace."""
+    lab = ROOT / "book" / "browser" / f"{stem}.ipynb"
+    namespace, shown = {"__name__": "__main__"}, []
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.chdir(lab.parent):
+        for source in _code(lab):
+            shown.append(_run(source, namespace))
+    return [result for result in shown if isinstance(result, LabChart)], namespace
+
+
+def _stored_chart(chapter: str, css: str) -> str:
+    """The HTML of the chapter's stored chart whose SVG has class ``css``."""
+    nb = nbformat.read(ROOT / "book" / chapter, as_version=4)
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    html = [o.get("data", {}).get("text/html", "") for o in outputs]
+    (chart,) = [h for h in html if f'class="{css}"' in h]
+    return chart
+
+
+def test_lab_4_draws_chapter_4s_loss_scale_chart_with_its_numbers():
+    (chart,), _ = _charts("04_loss_scaling")
+    stored = _stored_chart("04_loss_scaling.ipynb", "mw-loss-scale")
+    # The chapter's twin: step, scale, overflow, loss; the lab has no loss (it trains nothing).
+    cells = re.findall(r"<tr><td>(\d+)</td><td>([^<]*)</td><td>(yes|no)</td>", stored)
+    assert [row[:3] for row in chart.rows] == [(int(s), scale, flag) for s, scale, flag in cells]
+    assert [row[2] for row in chart.rows].count("yes") == 1  # the overflow forced at step 3
+    path = re.compile(r'<path class="mw-scale" d="([^"]+)"')
+    assert path.findall(chart.svg) == path.findall(stored)  # the same line, point for point
+    assert "<td>6.554e+04</td><td>yes</td>" in chart.html()
+
+
+def test_lab_8_draws_the_rates_of_chapter_8s_two_runs_at_0_6_x_8():
+    (chart,), _ = _charts("08_scaling_rule")
+    assert chart.header == ("step", "warm-up 0", "warm-up 8")
+    assert [row[0] for row in chart.rows] == list(range(16))
+    assert {row[1] for row in chart.rows} == {"4.8"}  # no warm-up: 0.6 x 8 from the start
+    warmed = [float(row[2]) for row in chart.rows]
+    assert warmed[0] == pytest.approx(0.6) and warmed[8:] == pytest.approx([4.8] * 8)
+    assert all(a < b for a, b in zip(warmed[:8], warmed[1:9], strict=True))  # climbs 8 steps
+    assert chart.svg.count("<polyline") == 2 and "<td>1.125</td>" in chart.html()
+
+
+def test_lab_5_draws_the_cost_models_times_as_the_synthetic_benchmark_computes_them():
+    (chart,), lab = _charts("05_ring_all_reduce")
+    from mirrorkit.measure.links import LINKS
+    from mirrorkit.measure.synthetic import synthetic_benchmark
+    from mirrorkit.report.units import format_seconds
+
+    columns = []
+    for algorithm in ("collective", "one_device"):
+        for name in ("nvlink4_h100", "ethernet_25g"):
+            link = LINKS[name]
+            model = synthetic_benchmark(
+                lab["LAUNCH"],
+                lab["ALPHA"],
+                link.bandwidth,
+                algorithms=[algorithm],
+                replicas=[lab["REPLICAS"]],
+                sizes=lab["SIZES"],
+                repeats=1,
+            )
+            columns.append((f"{algorithm}, {link.name}", [r.median_s for r in model.records]))
+    assert chart.header == ("size per replica", *(label for label, _ in columns))
+    for k, row in enumerate(chart.rows):
+        assert row[1:] == tuple(format_seconds(times[k]) for _, times in columns)
+    assert chart.svg.count("<polyline") == 4 and "64 replicas" in chart.heading

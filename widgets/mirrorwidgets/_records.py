@@ -1,4 +1,8 @@
-"""Read loss-scale records (objects with attributes, or dicts) into one checked form."""
+"""Read loss-scale records (objects with attributes, or dicts) into one checked form.
+
+Plain Python numbers are read without NumPy (the browser labs have none); NumPy's and
+TensorFlow's numbers through NumPy, imported only then.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,6 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NoReturn
-
-import numpy as np
 
 from mirrorkit._validate import refuse
 
@@ -47,9 +49,28 @@ def refuse_field(
     refuse(f"{where}: {name}", value, must=must, write=write, error=error, got=got)
 
 
-def scalar(value, name: str, where: str, want: str, example: str) -> np.ndarray:
-    """``value`` as a 0-d array; ``want`` says what it should be, ``example`` a right value."""
+def scalar(value, name: str, where: str, want: str, example: str) -> bool | int | float:
+    """``value`` as one Python number; ``want`` says what it should be, ``example`` a right value.
+
+    Example:
+        >>> scalar(3, "step", "records[0]", "a whole number", "0")
+        3
+        >>> scalar("3", "step", "records[0]", "a whole number", "0")
+        Traceback (most recent call last):
+        ...
+        TypeError: records[0]: step must be a whole number, got str '3': write step=0.
+    """
     write = f"{name}={example}"
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, float):  # NumPy's float64 too: a subclass of float
+        return float(value)
+    if isinstance(value, int) and -(2**63) <= value < 2**64:  # what NumPy reads as one number
+        return int(value)
+    if isinstance(value, str | bytes | int) or value is None:  # an int beyond 64 bits too
+        refuse_field(where, name, value, must=want, write=write)
+    import numpy as np  # only for NumPy's, TensorFlow's and other array-like numbers
+
     try:
         array = np.asarray(value)
     except Exception:  # noqa: BLE001 - anything numpy cannot read is a bad field
@@ -61,7 +82,7 @@ def scalar(value, name: str, where: str, want: str, example: str) -> np.ndarray:
     array = array.reshape(())
     if array.dtype.kind not in "biuf":
         refuse_field(where, name, value, must=want, write=write)
-    return array
+    return array.item()
 
 
 def field(record, name: str, where: str, hint: str, *, required: bool = True):
@@ -85,9 +106,9 @@ def read_step(record, where: str, hint: str) -> int:
     """The record's whole-number ``step``."""
     step = field(record, "step", where, hint)
     step = scalar(step, "step", where, "a whole number such as 0", "0")
-    if step.dtype.kind == "b" or float(step) != int(step):
+    if isinstance(step, bool) or (isinstance(step, float) and not step.is_integer()):
         must = "a whole number (the training step)"
-        got = repr(step.item())  # a float or a bool, shown as it was written
+        got = repr(step)  # a float or a bool, shown as it was written
         refuse_field(where, "step", step, must=must, write="step=0", got=got)
     return int(step)
 
@@ -117,8 +138,8 @@ def read_record(record, where: str) -> ScaleRecord:
             must, write = "a positive finite number", "next_scale=65536.0"
             refuse_field(where, "next_scale", after, must=must, write=write, error=ValueError)
     flag = scalar(_field(record, "overflow", where), "overflow", where, "True or False", "False")
-    if flag.dtype.kind != "b" and flag.item() not in (0, 1):
-        got = repr(flag.item())  # a count such as 3: shown as written
+    if not isinstance(flag, bool) and flag not in (0, 1):
+        got = repr(flag)  # a count such as 3: shown as written
         refuse_field(where, "overflow", flag, must="True or False", write="overflow=False", got=got)
     loss = _field(record, "loss", where, required=False)
     if loss is not None:
