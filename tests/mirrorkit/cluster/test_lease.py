@@ -224,21 +224,28 @@ def test_the_worker_commands_parent_frees_its_workers_leases_however_it_ends(tmp
     assert not Path(leases["listing"]).exists()
 
 
-TRAIN_AND_WAIT = """
+TRAIN = """
 import time
 
 def train(context):
     context.write_dir({folder!r})
     print("HOLDING", flush=True)
+    if {end!r} == "raises":
+        time.sleep(0.5)  # the test reads the lease first
+        raise ValueError("the training function's own mistake")
     time.sleep(300)
 """
 
 
-def test_the_worker_command_gives_its_lease_back_when_terminated(tmp_path):
+@pytest.mark.parametrize("end", ["raises", "SIGTERM"])
+def test_the_worker_command_gives_its_lease_back_when_it_ends(tmp_path, end):
+    # Through the real command: its TensorFlow child takes the lease at write_dir; the
+    # training function fails (the child's end: the parent's ordinary return), or the
+    # parent is sent SIGTERM.
     from mirrorkit.cluster import _procs
 
     folder = tmp_path / "ckpt"
-    (tmp_path / "train.py").write_text(TRAIN_AND_WAIT.format(folder=str(folder)))
+    (tmp_path / "train.py").write_text(TRAIN.format(folder=str(folder), end=end))
     port = _procs.free_ports(1)[0]
     config = {"cluster": {"worker": [f"127.0.0.1:{port}"]}, "task": {"type": "worker", "index": 0}}
     env = {**os.environ, "TF_CONFIG": json.dumps(config), "PYTHONPATH": str(ROOT)}
@@ -255,10 +262,14 @@ def test_the_worker_command_gives_its_lease_back_when_terminated(tmp_path):
         holder = lease_of(folder)
         assert holder["pid"] != worker.pid  # the lease names the TensorFlow child
         assert holder["run"].startswith("cluster ")
-        worker.send_signal(signal.SIGTERM)
+        if end == "SIGTERM":
+            worker.send_signal(signal.SIGTERM)
         _, stderr = worker.communicate(timeout=60)
     finally:
         worker.kill()
         worker.wait()
-    assert worker.returncode == 128 + signal.SIGTERM, stderr
+    if end == "SIGTERM":
+        assert worker.returncode == 128 + signal.SIGTERM, stderr
+    else:
+        assert worker.returncode == 1 and "the training function's own mistake" in stderr
     assert not (folder / _lease.LEASE_FILE).exists(), stderr
