@@ -1,7 +1,8 @@
 """One writer per checkpoint folder: a lease file naming the run that writes it, kept fresh.
 
 How a lease is taken, judged stale and given back: docs/design/cluster.md ("One writer per
-checkpoint folder").
+checkpoint folder"). Its refusal and its takeover are public: ``mirrorkit.FolderInUseError``,
+``mirrorkit.FolderTakenOverWarning``.
 
 Example:
     >>> import os, tempfile
