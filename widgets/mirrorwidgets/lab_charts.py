@@ -49,7 +49,11 @@ class LabChart:
         """The chart, then its table twin folded under it (what a screen reader reads)."""
         twin = _plot.twin("the chart as a table", self.header, self.rows)
         head = f'<div class="mw-title"><strong>{esc(self.heading)}</strong></div>'
-        return container(f"{head}<div>{self.svg}</div>{twin}", "mw-lab-chart mw-snapshot")
+        # On a narrow screen (a phone) the picture shrinks to fit and the table scrolls in
+        # its own box: the page never scrolls sideways.
+        svg = self.svg.replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)
+        inner = f'{head}<div>{svg}</div><div style="overflow-x:auto">{twin}</div>'
+        return container(inner, "mw-lab-chart mw-snapshot")
 
     def _repr_html_(self) -> str:
         return self.html()
