@@ -237,11 +237,11 @@ def train(context):
 """
 
 
-@pytest.mark.parametrize("end", ["raises", "SIGTERM"])
+@pytest.mark.parametrize("end", ["raises"])
 def test_the_worker_command_gives_its_lease_back_when_it_ends(tmp_path, end):
     # Through the real command: its TensorFlow child takes the lease at write_dir; the
-    # training function fails (the child's end: the parent's ordinary return), or the
-    # parent is sent SIGTERM.
+    # training function fails (the child's end: the parent's ordinary return). A SIGTERM
+    # and a normal end are tried by test_nothing_outlives.py's worker-command test.
     from mirrorkit.cluster import _procs
 
     folder = tmp_path / "ckpt"

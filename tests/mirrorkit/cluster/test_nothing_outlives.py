@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import mirrorkit as mk
-from mirrorkit.cluster import _procs
+from mirrorkit.cluster import _lease, _procs
 from tests.conftest import CLUSTER_OWNERS, ROOT, wait_gone
 from tests.mirrorkit.cluster.escaper import escape_then_train
 
@@ -132,6 +132,7 @@ TRAIN = textwrap.dedent(
     from tests.mirrorkit.cluster.escaper import escape_then_train
 
     def train(context):
+        context.write_dir({folder!r} + "/ckpt")  # takes the folder's lease: given back at the end
         return escape_then_train(context, {folder!r}, steps=2, then={then!r})
     """
 )
@@ -169,6 +170,7 @@ def test_the_worker_command_ends_what_its_worker_started(tmp_path, then):
     finally:
         worker.kill()
     assert_gone(pids)
+    assert not (tmp_path / "ckpt" / _lease.LEASE_FILE).exists(), stderr  # however it ended
     if then == "return":
         assert worker.returncode == 0, stderr
         assert f"pid {pids[0]} (" in stderr and "left running" in stderr
