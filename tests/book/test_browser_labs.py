@@ -30,7 +30,7 @@ import pytest
 from bookbuild.execute import notebook_client
 from mirrorkit.checks.lab_answers import EXERCISES, check, check_answer, draw_inputs
 from mirrorkit.checks.lab_settings import SETTINGS
-from mirrorwidgets.lab_charts import LabChart
+from mirrorwidgets.lab_charts import LabChart, loss_scale_chart, rates_chart, times_chart
 from tests.conftest import ROOT
 from tests.refuse_heavy import REFUSE  # run first in the lab's kernel, as in the browser
 
@@ -256,3 +256,26 @@ def test_lab_5_draws_the_cost_models_times_as_the_synthetic_benchmark_computes_t
     for k, row in enumerate(chart.rows):
         assert row[1:] == tuple(format_seconds(times[k]) for _, times in columns)
     assert chart.svg.count("<polyline") == 4 and "64 replicas" in chart.heading
+
+
+_TIMES = {"ring": [0.001, 0.002]}
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "argument", "match"),
+    [
+        (lambda: loss_scale_chart([], []), ValueError, "scales", "write scales="),
+        (lambda: loss_scale_chart([0.0], [False]), ValueError, "scales[0]", "above 0"),
+        (lambda: loss_scale_chart([1.0, 2.0], [False]), ValueError, "overflows", "per scale"),
+        (lambda: loss_scale_chart([1.0], [2]), ValueError, "overflows", "True or False"),
+        (lambda: loss_scale_chart("8", [False]), TypeError, "scales", "must be a list"),
+        (lambda: rates_chart({}), ValueError, "series", "at least one label"),
+        (lambda: rates_chart([0.1]), TypeError, "series", "a dict"),
+        (lambda: rates_chart({"a": [math.inf]}), ValueError, "series['a'][0]", "finite"),
+        (lambda: times_chart([8, 4], _TIMES, heading=""), ValueError, "sizes", "increasing"),
+        (lambda: times_chart([4], _TIMES, heading=""), ValueError, "series['ring']", "per size"),
+        (lambda: times_chart([4.0, 8], _TIMES, heading=""), TypeError, "sizes[0]", "an int"),
+    ],
+)
+def test_a_lab_chart_refuses_what_it_cannot_draw(refuses, call, error, argument, match):
+    refuses(call, error, argument, match)

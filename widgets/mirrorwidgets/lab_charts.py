@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mirrorkit._validate import refuse
+from mirrorkit._validate import refuse, require_count, require_number
 from mirrorkit.report.units import format_seconds, format_size
 from mirrorwidgets import _plot
 from mirrorwidgets._loss_scale_render import chart_svg
@@ -73,20 +73,23 @@ def loss_scale_chart(scales: Sequence[float], overflows: Sequence[bool]) -> LabC
         A :class:`LabChart`; its rows are ``(step, scale, "yes" or "no", "")``.
 
     Raises:
-        ValueError: If the two lists differ in length or are empty, or a scale is not positive.
+        TypeError, ValueError: If a list is empty or not a list, a scale is not a positive
+            number, or the flags are not one True or False per scale.
 
     Example:
         >>> chart = loss_scale_chart([8.0, 16.0, 8.0], [False, True, False])
         >>> 'class="mw-overflow" data-step="1"' in chart.svg
         True
     """
-    if len(scales) != len(overflows):
-        got = f"{len(overflows)} for {len(scales)} scales"
-        must, write = "one flag per scale", "overflows=[False] * len(scales)"
-        refuse("overflows", overflows, must=must, write=write, error=ValueError, got=got)
+    scales = _numbers("scales", scales, above=0, write="scales=[32768.0, 65536.0]")
+    flags = _list("overflows", overflows, write="overflows=[False, True]")
+    if len(flags) != len(scales) or not all(isinstance(flag, bool) for flag in flags):
+        got = f"{flags!r} for {len(scales)} scales"
+        must, write = "one True or False per scale", "overflows=[False] * len(scales)"
+        refuse("overflows", flags, must=must, write=write, error=ValueError, got=got)
     given = [
         {"step": step, "loss_scale": scale, "overflow": flag}
-        for step, (scale, flag) in enumerate(zip(scales, overflows, strict=True))
+        for step, (scale, flag) in enumerate(zip(scales, flags, strict=True))
     ]
     records = read_records(given, "loss_scale_chart")
     svg = chart_svg(records, show_loss=False, max_points=1000)
@@ -112,17 +115,14 @@ def rates_chart(
         A :class:`LabChart`; its rows are a step and each series' value at it.
 
     Raises:
-        ValueError: If there is no series, or a series holds no value.
+        TypeError, ValueError: If there is no series, or a series is not a list of numbers.
 
     Example:
         >>> chart = rates_chart({"warm-up": [0.1, 0.2, 0.3], "none": [0.3, 0.3, 0.3]})
         >>> chart.rows[0], chart.svg.count("<polyline")
         ((0, '0.1', '0.3'), 2)
     """
-    if not series or not all(len(values) for values in series.values()):
-        write = 'series={"warm-up": [0.1, 0.2]}'
-        must = "at least one label with its values"
-        refuse("series", series, must=must, write=write, error=ValueError)
+    series = _series(series, write='series={"warm-up": [0.1, 0.2]}')
     steps = max(len(values) for values in series.values())
     plot_w = WIDTH - _plot.LEFT - RIGHT
     lo, hi = _plot.linear_range([0.0, *(v for values in series.values() for v in values)])
@@ -172,23 +172,26 @@ def times_chart(
         A :class:`LabChart`; its rows are a size and each series' time at it.
 
     Raises:
-        ValueError: If a series' times are not one positive number per size.
+        TypeError, ValueError: If the sizes are not increasing whole numbers, or a series'
+            times are not one positive number per size.
 
     Example:
         >>> chart = times_chart([1024, 4096], {"ring": [1e-3, 2e-3]}, heading="model")
         >>> chart.rows
         (('1 KiB', '1 ms'), ('4 KiB', '2 ms'))
     """
+    sizes = [
+        require_count(f"sizes[{k}]", size, write="sizes=[4096, 65536]")
+        for k, size in enumerate(_list("sizes", sizes, write="sizes=[4096, 65536]"))
+    ]
+    if any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)):
+        refuse("sizes", sizes, must="increasing", write="sizes=[4096, 65536]", error=ValueError)
+    write = 'series={"ring": [0.001, 0.002]}'
+    series = _series(series, write=write, above=0)
     for label, values in series.items():
-        if len(values) != len(sizes) or not all(v > 0 for v in values):
-            must = f"{len(sizes)} positive times, one per size"
-            refuse(
-                f"series[{label!r}]",
-                values,
-                must=must,
-                write="[0.001] * len(sizes)",
-                error=ValueError,
-            )
+        if len(values) != len(sizes):
+            must, got = f"one time per size ({len(sizes)})", f"{len(values)} times"
+            refuse(f"series[{label!r}]", values, must=must, write=write, error=ValueError, got=got)
     plot_w = WIDTH - _plot.LEFT - RIGHT
     x_lo, x_hi = _plot.log_range(sizes, 2)
     y_lo, y_hi = _plot.log_range([v for values in series.values() for v in values], 10)
@@ -232,3 +235,36 @@ def _legend(labels: list[str]) -> str:
         x, y = _plot.LEFT + COLUMN * (k % 2), TOP + HEIGHT + BOTTOM + LEGEND * (k // 2 + 1) - 4
         parts.append(_plot.legend_entry(x, y, color, label, dash=dash))
     return "".join(parts)
+
+
+def _list(name: str, values, *, write: str) -> list:
+    """``values`` as a list (from any sequence but text); refused if it is none, or empty."""
+    if isinstance(values, str | bytes | dict) or not isinstance(values, Sequence):
+        refuse(name, values, must="a list", write=write)
+    if not values:
+        refuse(name, values, must="a list of at least one value", write=write, error=ValueError)
+    return list(values)
+
+
+def _numbers(name: str, values, *, write: str, above: float | None = None) -> list[float]:
+    """Each of ``values`` as a finite float (above ``above`` if given), or the refusal."""
+    numbers = []
+    for k, value in enumerate(_list(name, values, write=write)):
+        number = require_number(f"{name}[{k}]", value, write=write, above=above)
+        if math.isinf(number):
+            refuse(f"{name}[{k}]", value, must="a finite number", write=write, error=ValueError)
+        numbers.append(number)
+    return numbers
+
+
+def _series(series, *, write: str, above: float | None = None) -> dict[str, list[float]]:
+    """A dict of labels and their numbers, each checked; or the refusal."""
+    if not isinstance(series, dict):
+        refuse("series", series, must="a dict of labels and their values", write=write)
+    if not series:
+        must = "a dict of at least one label and its values"
+        refuse("series", series, must=must, write=write, error=ValueError)
+    return {
+        str(label): _numbers(f"series[{label!r}]", values, write=write, above=above)
+        for label, values in series.items()
+    }
