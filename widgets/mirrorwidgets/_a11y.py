@@ -120,7 +120,7 @@ def lines_twin(series: Sequence[Series], value: str = "loss") -> str:
         value: What the lines measure (the tables' column names).
 
     Returns:
-        HTML: two ``<details class="mw-twin">`` tables; "" for no lines.
+        HTML: two ``<details class="mw-twin">`` tables, 8 px apart; "" for no lines.
 
     Example:
         >>> a = Series("replica 0", [(1, 2.0), (2, 0.5), (3, 0.75)], 0)
@@ -142,9 +142,11 @@ def lines_twin(series: Sequence[Series], value: str = "loss") -> str:
         brief.append((*row, number, at))
     heads = ["line", "points", "first step", f"first {value}", "last step", f"last {value}"]
     heads += [f"lowest {value}", "at step"]
-    return _plot.twin("the chart in brief", heads, brief) + _plot.twin(
-        "the chart as a table", ["step", *(s.label for s in series)], _by_step(series)
-    )
+    brief_table = _plot.twin("the chart in brief", heads, brief)
+    columns = ["step", *(s.label for s in series)]
+    table = _plot.twin("the chart as a table", columns, _by_step(series))
+    # 8 px apart: each summary is a target at least 24 px from the next (WCAG 2.5.8).
+    return f'<div style="display:grid;gap:8px;margin-top:4px">{brief_table}{table}</div>'
 
 
 def _by_step(series: Sequence[Series]) -> list[tuple]:

@@ -37,6 +37,9 @@ TINTS = {
     "stopped": style.ORANGE_BG,
 }
 RING = style.BLUE
+# Text on a state's colour: white, and dark where the page is (each state's dark colour is
+# light): at least 4.5:1 on every state colour in both themes.
+ON_STATE = style.WHITE
 LOSS_CLASS, LOSS_LABEL = "mw-cluster-loss", "loss per worker"  # the loss chart's
 _CLIP = 160  # characters of a message or printed line shown in the table
 
@@ -105,7 +108,7 @@ def graph(status):
                 f"w{i}",
                 f"{state}\n{address}",
                 fillcolor=STATE_COLORS[state],
-                fontcolor="white",
+                fontcolor=ON_STATE,
                 height="0.5",
             )
             for k, device in enumerate(status_.devices):
@@ -165,7 +168,7 @@ def _row(worker) -> tuple[str, ...]:
     return (
         worker_label(worker.worker),
         Html(
-            f'<span class="mw-state" style="color:white;background:{color};'
+            f'<span class="mw-state" style="color:{ON_STATE};background:{color};'
             f'border-radius:3px;padding:0 4px">{worker.state}</span>'
         ),
         Html(f'<span class="mw-step">{step}</span>'),
