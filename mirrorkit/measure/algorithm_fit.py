@@ -35,7 +35,7 @@ class FitPoint:
         replicas: Replica count of the record.
         nbytes: Bytes each replica all-reduced.
         steps: Steps of the algorithm's schedule on ``replicas`` replicas.
-        link_bytes: Bytes the busiest link carries in one direction, over all steps.
+        link_bytes: Bytes through each step's busiest link (one direction), added up.
         measured_s: The record's median time.
         predicted_s: The model's time for it.
 

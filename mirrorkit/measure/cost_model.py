@@ -190,7 +190,7 @@ class CostModel(Reported):
             All-reduce cost model: t = launch + alpha x steps + busiest-link bytes / bandwidth
             Fitted to 4 measurements by least squares on relative residuals, parameters >= 0
             On synthetic data: launch 500 us, alpha 100 us, bandwidth 2 GB/s, noise 0
-            algorithm   replicas  size   steps  busiest link  measured  predicted  residual
+            algorithm   replicas  size   steps  busiest links  measured  predicted  residual
             collective  2         4 KiB  2      4 KiB         702 us    702 us     +0.0%
             collective  2         1 MiB  2      1 MiB         1.22 ms   1.22 ms    +0.0%
             collective  4         4 KiB  6      6 KiB         1.1 ms    1.1 ms     +0.0%
@@ -224,7 +224,7 @@ class CostModel(Reported):
                 ("replicas", [str(p.replicas) for _, p in rows]),
                 ("size", [format_size(p.nbytes) for _, p in rows]),
                 ("steps", [str(p.steps) for _, p in rows]),
-                ("busiest link", [format_size(p.link_bytes) for _, p in rows]),
+                ("busiest links", [format_size(p.link_bytes) for _, p in rows]),
                 ("measured", [format_seconds(p.measured_s) for _, p in rows]),
                 ("predicted", [format_seconds(p.predicted_s) for _, p in rows]),
                 ("residual", [_signed_percent(p.residual) for _, p in rows]),

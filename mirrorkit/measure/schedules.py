@@ -126,7 +126,7 @@ class Schedule:
         return out
 
     def busiest_link_bytes(self, length: int, itemsize: int = 1) -> int:
-        """The bytes the busiest link carries over the whole all-reduce, step by step.
+        """Each step's busiest link's bytes, added over the steps (links differ from step to step).
 
         With a time per step of ``alpha + bytes / bandwidth``, the all-reduce takes
         ``len(steps) * alpha + busiest_link_bytes(nbytes) / bandwidth``. Arguments as for

@@ -85,7 +85,7 @@ class StepPrediction(Reported):
         alpha_given: True when ``alpha_s`` was passed in, not fitted.
         fixed_s: Launch plus alpha times the steps: the size-independent part.
         steps: Steps of the schedule.
-        link_bytes: Bytes through the busiest link, one direction.
+        link_bytes: Bytes through each step's busiest link (one direction), added up.
         compute_s: Forward and backward seconds per step, given.
         all_reduce_s: Predicted all-reduce seconds.
         caveats: Reasons to trust the prediction less (an extrapolated fixed cost...).
@@ -201,8 +201,9 @@ class StepPrediction(Reported):
         )
         lines = [
             Line(
-                f"All-reduce = {fixed} + {format_size(self.link_bytes)} through the busiest link "
-                f"/ {format_rate(self.bandwidth)} = {format_seconds(self.all_reduce_s)}."
+                f"All-reduce = {fixed} + {format_size(self.link_bytes)} through each step's "
+                f"busiest link / {format_rate(self.bandwidth)} = "
+                f"{format_seconds(self.all_reduce_s)}."
             )
         ]
         if self.link is None:

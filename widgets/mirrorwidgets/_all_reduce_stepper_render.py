@@ -279,8 +279,9 @@ class Drawing:
                 against += f" (chunks of unequal length: the longest ones add {format_size(extra)})"
         else:
             against = (
-                f"{algorithm}'s busiest link carries {format_size(self.total)} in all; a ring's "
-                f"carries 2(n-1)/n &#215; size = {2 * (n - 1) / n:.3g} &#215; {size} = {ring}"
+                f"{algorithm}'s steps' busiest links (different links) add up to "
+                f"{format_size(self.total)}; each of a ring's links carries 2(n-1)/n &#215; "
+                f"size = {2 * (n - 1) / n:.3g} &#215; {size} = {ring}"
             )
         this = format_size(self.step_bytes[step - 1]) if step else "nothing yet"
         scale = max(self.total, self.ring_total) or 1
@@ -296,7 +297,8 @@ class Drawing:
         return (
             f'<div class="mws-bytes" data-step-bytes="{self.step_bytes[step - 1] if step else 0}"'
             f' data-so-far="{self.so_far[step]}">busiest link this step: <strong>{this}</strong>;'
-            f" so far: <strong>{format_size(self.so_far[step])}</strong> of "
+            f" each step's busiest link, added up so far: "
+            f"<strong>{format_size(self.so_far[step])}</strong> of "
             f"{format_size(self.total)}{meter}"
             f'<div class="mws-sub">against {against}</div></div>'
         )
