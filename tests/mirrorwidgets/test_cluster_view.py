@@ -8,10 +8,12 @@ import traitlets
 
 import mirrorkit as mk
 from mirrorkit.report import style
+from mirrorwidgets._cluster_view_render import worker_label
 from mirrorwidgets._snapshot import displayed
 from mirrorwidgets.cluster_view import STATE_COLORS, ClusterView
 from tests.mirrorkit.test_devices import run_fresh
 from tests.mirrorwidgets.test_a11y import assert_lines_twin
+from tests.mirrorwidgets.test_palette import contrast
 
 
 def _devices(task: int, count: int = 1) -> tuple[str, ...]:
@@ -107,6 +109,42 @@ def test_states_and_colours_follow_the_events():
     fills = _state_fills(fresh.snapshot_html())  # the last update may wait for a redraw
     assert fills == {0: STATE_COLORS["training"], 1: STATE_COLORS["ready"]}
     assert STATE_COLORS["starting"] == style.AXIS
+
+
+def test_text_on_a_state_colour_reads_in_both_themes():
+    # One worker in each state; the text drawn on its colours, in the light and dark palette.
+    view = ClusterView(6)
+    kinds = ("ready", "step", "finished", "failed", "stopped")
+    _run(view, [mk.WorkerEvent(i + 1, kind, step=1) for i, kind in enumerate(kinds)])
+    html = view.snapshot_html()
+    dark = {value: style.DARK[name] for name, value in style.LIGHT.items()}
+    for worker, state in enumerate(view.states):
+        label = re.search(
+            rf"<title>cluster_w{worker}</title>\s*<path fill=\"([^\"]+)\".*?"
+            rf"fill=\"([^\"]+)\">{re.escape(worker_label(worker))}<",
+            html,
+            re.S,
+        )
+        badge = re.search(
+            rf'data-worker="{worker}".*?class="mw-state" style="color:([^;]+);background:([^;]+);',
+            html,
+        )
+        node = re.search(
+            rf"<title>w{worker}</title>\s*<path fill=\"([^\"]+)\".*?fill=\"([^\"]+)\">{state}<",
+            html,
+            re.S,
+        )
+        assert label and badge and node, (state, label, badge, node)  # each has a colour
+        pairs = {  # where: (text, background)
+            "box label": (label[2], label[1]),
+            "table badge": (badge[1], badge[2]),
+            "node": (node[2], node[1]),
+        }
+        for place, (text, back) in pairs.items():
+            text, back = _light(text), _light(back)
+            for theme, colour in (("light", lambda c: c), ("dark", dark.get)):
+                ratio = contrast(colour(text), colour(back))
+                assert ratio >= 4.5, (state, place, theme, text, back, ratio)
 
 
 def test_labels_addresses_and_devices_are_drawn():

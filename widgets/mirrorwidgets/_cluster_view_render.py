@@ -40,6 +40,9 @@ RING = style.BLUE
 # Text on a state's colour: white, and dark where the page is (each state's dark colour is
 # light): at least 4.5:1 on every state colour in both themes.
 ON_STATE = style.WHITE
+# A worker box's label, on the state's tint: at least 4.5:1 in both themes (the axis grey is
+# 4.3:1 on its light surface, so a starting worker's label is the muted grey).
+ON_TINT = {**STATE_COLORS, "starting": style.MUTED}
 LOSS_CLASS, LOSS_LABEL = "mw-cluster-loss", "loss per worker"  # the loss chart's
 _CLIP = 160  # characters of a message or printed line shown in the table
 
@@ -98,6 +101,7 @@ def graph(status):
         with dot.subgraph(name=f"cluster_w{i}") as box:
             box.attr(
                 label=worker_label(i),
+                fontcolor=ON_TINT[state],
                 style="rounded,filled",
                 color=STATE_COLORS[state],
                 fillcolor=TINTS[state],
