@@ -94,7 +94,8 @@ def test_one_line_per_algorithm_and_replica_count_in_each_panel(measured):
 def test_log_log_axes_place_the_points_where_the_numbers_say(measured):
     svg = AllReduceChart(measured).snapshot_html()
     # x: one power of 2 per tick, evenly spaced, 4 KiB to 64 KiB.
-    xs = re.findall(r'<text x="([\d.]+)" y="\d+" text-anchor="middle">([^<]+)</text>', svg)
+    tick = r'<text x="([\d.]+)" y="\d+" text-anchor="middle" fill="currentColor">([^<]+)</text>'
+    xs = re.findall(tick, svg)
     labels = [label for _, label in xs]
     assert labels == ["4 KiB", "8 KiB", "16 KiB", "32 KiB", "64 KiB"]
     gaps = [float(b) - float(a) for (a, _), (b, _) in zip(xs, xs[1:], strict=False)]

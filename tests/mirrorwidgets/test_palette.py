@@ -210,3 +210,17 @@ def test_themed_html_keeps_the_light_value_as_fallback():
 def test_series_differ_by_dash_too_not_by_colour_alone():
     looks = [_plot.series_look(i) for i in range(len(_plot.DASHES))]
     assert len({dash for _, dash in looks}) == len(looks)
+
+
+def test_every_chart_text_names_its_colour():
+    # SVG text without a fill is black whatever the page: unreadable on a dark theme. The
+    # parts every chart is drawn from give each text a colour, the page's own where not muted.
+    parts = (
+        _plot.frame(10, 50, 200, "loss"),
+        _plot.grid_line(20, 200, "0.5"),
+        _plot.step_axis(lambda step: 40 + step, 0, 30, 60),
+        _plot.legend_entry(10, 10, style.BLUE, "replica 0"),
+    )
+    texts = re.findall(r"<text\b[^>]*>", "".join(parts))
+    assert len(texts) >= 5 and [t for t in texts if "fill=" not in t] == []
+    assert sum('fill="currentColor"' in t for t in texts) >= 3

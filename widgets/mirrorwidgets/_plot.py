@@ -132,7 +132,8 @@ def grid_line(y: float, plot_w: float, label: str, *, left: float = LEFT) -> str
     return (
         f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="{style.AXIS}" '
         'stroke-opacity="0.3"/>'
-        f'<text class="mw-tick" x="{left - 4}" y="{y + 3:.1f}" text-anchor="end">'
+        f'<text class="mw-tick" x="{left - 4}" y="{y + 3:.1f}" text-anchor="end" '
+        'fill="currentColor">'
         f"{esc(label)}</text>"
     )
 
@@ -142,7 +143,7 @@ def x_tick(x: float, axis_y: float, label: str) -> str:
     return (
         f'<line x1="{x:.1f}" y1="{axis_y}" x2="{x:.1f}" y2="{axis_y + 4}" '
         f'stroke="{style.AXIS}"/><text x="{x:.1f}" y="{axis_y + 15}" '
-        f'text-anchor="middle">{esc(label)}</text>'
+        f'text-anchor="middle" fill="currentColor">{esc(label)}</text>'
     )
 
 
@@ -164,7 +165,7 @@ def legend_entry(x: float, y: float, color: str, label: str, *, dash: str = "", 
     return (
         f'<line class="{css}" x1="{x}" y1="{y - 3}" x2="{x + 28}" y2="{y - 3}" '
         f'stroke="{color}" stroke-width="1.5"{dashed}/>'
-        f'<text x="{x + 34}" y="{y}">{esc(label)}</text>'
+        f'<text x="{x + 34}" y="{y}" fill="currentColor">{esc(label)}</text>'
     )
 
 
