@@ -77,7 +77,10 @@ def test_repr_html_and_svg(strategy):
     diagram = TopologyDiagram(strategy)
     assert diagram._repr_svg_() == diagram.svg()
     html = diagram._repr_html_()
-    assert html.startswith('<div class="mw-topology"')
+    # The widgets' stylesheet first (its dark values), then the diagram in the page's theme.
+    assert html.startswith("<style") and '<div class="mw-topology"' in html
+    assert "--mw-surface" in html and 'fill="white"' not in html
+    assert re.findall(r"<text (?![^>]*fill=)", html) == []  # no text left black
     assert "<svg" in html and "<?xml" not in html
     assert "ring on CPUs" in html  # the algorithm's description
     # ...which, like TensorFlow, says ring (not NCCL) for logical GPUs sharing a GPU

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 
 from mirrorkit.report import style
 
@@ -117,14 +118,20 @@ def container(inner: str, css_class: str) -> str:
 
 
 def graphviz_svg(dot, what: str) -> str:
-    """``dot`` (a graphviz graph) drawn as SVG text, or a RuntimeError saying how to get ``dot``."""
+    """``dot`` (a graphviz graph) drawn as SVG text, or a RuntimeError saying how to get ``dot``.
+
+    The page shows through (no white background), and text graphviz would draw black without
+    a colour of its own takes the page's text colour: both themes read it.
+    """
     import graphviz
 
+    dot.attr(bgcolor="transparent")
     try:
-        return dot.pipe(format="svg", encoding="utf-8")
+        svg = dot.pipe(format="svg", encoding="utf-8")
     except graphviz.ExecutableNotFound as error:
         raise RuntimeError(
             f"graphviz's `dot` program is missing, so the {what} cannot be drawn. "
             "Install it (Debian/Ubuntu: apt-get install graphviz; macOS: brew install "
             "graphviz; conda: conda install -c conda-forge graphviz)."
         ) from error
+    return re.sub(r"<text (?![^>]*\bfill=)", '<text fill="currentColor" ', svg)

@@ -18,7 +18,7 @@ from mirrorkit.report import style
 from mirrorwidgets._a11y import ThemedHTML, announce
 from mirrorwidgets._render import GREY, container, esc, graphviz_svg
 from mirrorwidgets._routes import device_label, hierarchical_groups, route
-from mirrorwidgets._snapshot import SnapshotMixin
+from mirrorwidgets._snapshot import SnapshotMixin, displayed
 
 _COLORS = {"reduce": style.BLUE, "broadcast": style.PURPLE, "exchange": style.BAD}
 
@@ -277,7 +277,8 @@ class TopologyDiagram:
             '<details class="mw-twin"><summary>the diagram as text</summary>'
             f"<ul>{twin}</ul></details>"
         )
-        return container(f"{body}<div style='color:{GREY}'>{esc(about)}</div>{twin}", "mw-topology")
+        html = container(f"{body}<div style='color:{GREY}'>{esc(about)}</div>{twin}", "mw-topology")
+        return displayed(html)  # in the page's theme, as every snapshot
 
     def summary(self) -> str:
         """The diagram in one line: the algorithm, the replicas, how many transfers.
