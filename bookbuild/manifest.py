@@ -19,6 +19,11 @@ MANIFEST = ROOT / "jupyter_book.toml"
 NBVAL_MODES = {"strict": "--nbval", "lax": "--nbval-lax"}
 
 
+#: A chapter's default ``grade_replicas``: the first three other than its ``replicas`` (the
+#: tests grade at the first).
+GRADE_REPLICAS = (2, 8, 5, 16)
+
+
 def load_manifest(path: Path = MANIFEST) -> dict:
     """Read a manifest; each chapter gets ``[defaults]`` merged under its own keys.
 
@@ -32,7 +37,8 @@ def load_manifest(path: Path = MANIFEST) -> dict:
         or a release's tag: :func:`~bookbuild.version.source_ref`); "source": the chapters'
         folder; "chapters": one dict per chapter, in reading order, with its "path" added;
         "output": where the HTML is built; "folder": the manifest's own folder}``. A chapter's
-        ``grade_replicas`` (the second grading run's replica counts) defaults to ``[2, 8]``;
+        ``grade_replicas`` (the second grading run's replica counts) defaults to the first
+        three of :data:`GRADE_REPLICAS` other than its ``replicas``;
         one with a ``browser_lab`` (its browser lab, inside ``source``) gets its path as
         ``browser_lab_path``.
 
@@ -72,6 +78,27 @@ def load_manifest(path: Path = MANIFEST) -> dict:
     }
 
 
+def _grade_counts(path: Path, chapter: dict) -> list[int]:
+    """The chapter's ``grade_replicas`` (a parse error if a table for a few counts could pass)."""
+    mine = chapter.get("replicas")
+    counts = chapter.setdefault("grade_replicas", [n for n in GRADE_REPLICAS if n != mine][:3])
+    where = f"{path}: chapter {chapter['file']}: grade_replicas must be"
+    if not (isinstance(counts, list) and all(type(n) is int and n >= 1 for n in counts)):
+        raise SystemExit(
+            f"{where} a list of replica counts (whole numbers >= 1), e.g. [2, 8, 5] or [], "
+            f"got {counts!r}"
+        )
+    few = len(set(counts)) < 3 and not isinstance(chapter.get("grade_replicas_why"), str)
+    if counts and (few or mine in counts):
+        raise SystemExit(
+            f"{where} at least three counts other than the chapter's replicas ({mine}), or [] "
+            f"for one grading run, got {counts!r}: write e.g. grade_replicas = [2, 8, 5], "
+            "counts that divide the chapter's global batch (an answer written for one count "
+            "then fails most draws), or say why there are fewer in grade_replicas_why."
+        )
+    return counts
+
+
 def _chapters(path: Path, data: dict, source: Path) -> list[dict]:
     defaults = data.get("defaults", {})
     chapters = []
@@ -82,12 +109,7 @@ def _chapters(path: Path, data: dict, source: Path) -> list[dict]:
             raise SystemExit(
                 f"{path}: chapter {chapter['file']}: nbval must be one of {list(NBVAL_MODES)}"
             )
-        counts = chapter.setdefault("grade_replicas", [2, 8])
-        if not (isinstance(counts, list) and all(type(n) is int and n >= 1 for n in counts)):
-            raise SystemExit(
-                f"{path}: chapter {chapter['file']}: grade_replicas must be a list of replica "
-                f"counts (whole numbers >= 1), e.g. [2, 8] or [], got {counts!r}"
-            )
+        chapter["grade_replicas"] = _grade_counts(path, chapter)
         if "browser_lab" in chapter:  # its idea in the reader's browser: bookbuild/lite/
             chapter["browser_lab_path"] = lab = source / chapter["browser_lab"]
             if not lab.is_file():

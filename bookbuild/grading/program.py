@@ -21,7 +21,6 @@ from pathlib import Path
 from bookbuild.exercises import ANSWER_TAG, CHECK_TAG, exercises
 
 LEFT_OUT = ("hosted-setup", "open-in-colab")  # cells the grading program skips
-DEFAULT_GRADE_REPLICAS = (2, 8)  # the second run's replica count is drawn from these
 
 
 def asked_names(blank: str) -> list[str]:
@@ -132,7 +131,7 @@ def write_program(chapter: dict, path: Path) -> Path:
         "chapter": Path(chapter["path"]).stem,
         "replicas": chapter["replicas"],
         "seed": chapter["seed"],
-        "grade_replicas": list(chapter.get("grade_replicas", DEFAULT_GRADE_REPLICAS)),
+        "grade_replicas": list(chapter["grade_replicas"]),  # load_manifest fills it in
         "cell_timeout": chapter.get("cell_timeout", 300),
         "exercises": [s["exercise"] for s in steps if s["kind"] == "answer"],
         "steps": steps,

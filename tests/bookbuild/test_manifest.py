@@ -22,6 +22,7 @@ def test_chapter_settings_fall_back_to_defaults(tmp_path):
     )
     a, b = load_manifest(path)["chapters"]
     assert (a["replicas"], a["nbval"], b["replicas"], b["nbval"]) == (4, "strict", 2, "lax")
+    assert (a["grade_replicas"], b["grade_replicas"]) == ([2, 8, 5], [8, 5, 16])
 
 
 def test_paths_are_relative_to_the_manifest_and_the_branch_defaults_to_main(tmp_path):
@@ -71,4 +72,15 @@ def test_grade_replicas_default_and_an_empty_list_means_one_run(tmp_path):
     text = BOOK + '[defaults]\nnbval="strict"\n[[chapters]]\nfile="a.ipynb"\n'
     text += '[[chapters]]\nfile="b.ipynb"\ngrade_replicas=[]\n'
     first, second = load_manifest(_write(tmp_path, text))["chapters"]
-    assert first["grade_replicas"] == [2, 8] and second["grade_replicas"] == []
+    assert first["grade_replicas"] == [2, 8, 5] and second["grade_replicas"] == []
+
+
+@pytest.mark.parametrize("value", ["[2, 8]", "[2, 2, 8]", "[2, 4, 8]"])
+def test_grade_replicas_must_offer_three_other_counts(tmp_path, value):
+    text = BOOK + '[defaults]\nnbval="strict"\nreplicas=4\n'
+    text += f'[[chapters]]\nfile="a.ipynb"\ngrade_replicas={value}\n'
+    with pytest.raises(SystemExit, match=r"at least three counts other than the chapter's rep"):
+        load_manifest(_write(tmp_path, text))
+    if value != "[2, 4, 8]":  # fewer counts, with the reason written down
+        why = 'grade_replicas_why="its global batch is 16"\n'
+        assert load_manifest(_write(tmp_path, text + why))["chapters"][0]["grade_replicas"]
