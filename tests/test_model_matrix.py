@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import itertools
 import re
+import tempfile
 from pathlib import Path
 
 import keras
@@ -20,7 +21,7 @@ import tensorflow as tf
 
 import mirrorkit as mk
 from mirrorwidgets import LiveTrainingCallback
-from tests.conftest import REPLICAS
+from tests.conftest import REPLICAS, assert_clear_message
 
 # Keras's model shapes and mixed precision: once per TensorFlow and Keras version (bookbuild/
 # jobs.py, PER_KERAS), so the other Python's job, at the reference's versions, leaves it out.
@@ -30,6 +31,8 @@ TABLE = Path(__file__).with_name("model_matrix.csv")
 COLUMNS = ("tool", "shape", "precision", "data")
 EXAMPLES = 8  # a global batch: 2 per replica; "uneven" gives 10 (3, 3, 3, 1)
 MSE = keras.losses.MeanSquaredError(reduction="none")
+K = 2  # check_accumulation's micro-batches per update
+CLIP_NORM = 1e-3  # below the norm of every gradient here, so clipping shows
 
 
 def _rows() -> list[dict]:
@@ -147,20 +150,34 @@ def _inspect(strategy, shape, batch):
     return table.title
 
 
+_FITS: dict = {}
+
+
+def _fitted(strategy, shape, batch):
+    """One fit per model, policy and batch, watched by a LiveTrainingCallback and a StepTracer
+    together: their rows and check_restore's (which saves the trained model) share it, so the
+    same training runs once. Returns the model, the callback and the trace."""
+    form = tf.nest.map_structure(lambda a: (type(a).__name__, np.shape(a)), batch)
+    key = (shape, keras.mixed_precision.global_policy().name, repr(form))
+    if key not in _FITS:
+        model = _compiled(strategy, shape, batch[0])
+        live = LiveTrainingCallback(batch, min_interval=0, budget=1.0)  # update at every step
+        tracer = mk.StepTracer(strategy, profile_every=None)
+        callbacks = [live, tracer.callback()]
+        model.fit(*batch, batch_size=4, epochs=1, verbose=0, callbacks=callbacks)
+        _FITS[key] = model, live, tracer.result()
+    return _FITS[key]
+
+
 def _live(strategy, shape, batch):
-    model = _compiled(strategy, shape, batch[0])
-    live = LiveTrainingCallback(batch, min_interval=0, budget=1.0)  # update at every step
-    model.fit(*batch, batch_size=4, epochs=1, verbose=0, callbacks=[live])
+    _, live, _ = _fitted(strategy, shape, batch)
     losses = live.view.history["loss"]
     assert losses and all(len(step) == REPLICAS for step in losses), live.view.history
     return f"{len(losses)} updates of {REPLICAS} replicas"
 
 
 def _tracer(strategy, shape, batch):
-    model = _compiled(strategy, shape, batch[0])
-    tracer = mk.StepTracer(strategy, profile_every=None)
-    model.fit(*batch, batch_size=4, epochs=1, verbose=0, callbacks=[tracer.callback()])
-    trace = tracer.result()
+    _, _, trace = _fitted(strategy, shape, batch)
     steps = -(-len(tf.nest.flatten(batch[0])[0]) // 4)
     assert len(trace.step_times_s) == steps - 1
     assert "The last step of each of the 1 epoch is left out" in " ".join(trace.notes)
@@ -185,6 +202,127 @@ def _replay(strategy, shape, batch):
     return f"{replay.size} values replayed"
 
 
+# The exercise checks: each row runs a right answer, which must pass, and a wrong one, which
+# must fail, on data twice the row's batch where a check needs two batches or steps.
+
+
+def _twice(batch):
+    return tf.nest.map_structure(lambda a: np.concatenate([np.asarray(a)] * 2), batch)
+
+
+def _per_example(model, x, y, training=False):
+    """Each example's squared error, summed over the model's outputs, at float32."""
+    outputs = tf.nest.flatten(model(x, training=training))
+    pairs = zip(tf.nest.flatten(y), outputs, strict=True)
+    return tf.add_n([MSE(label, tf.cast(p, tf.float32)) for label, p in pairs])
+
+
+def _clip_summed(gradients, clip_norm):  # right: the norm of the replicas' summed gradient
+    summed = tf.distribute.get_replica_context().all_reduce("SUM", gradients)
+    factor = tf.minimum(1.0, clip_norm / tf.linalg.global_norm(summed))
+    return [g * factor for g in gradients]
+
+
+def _clip_local(gradients, clip_norm):  # wrong: each replica clips its own share
+    return tf.clip_by_global_norm(gradients, clip_norm)[0]
+
+
+def _clipping(strategy, shape, batch):
+    def check(clip):
+        model_fn = lambda: _model(shape)  # noqa: E731
+        return mk.check_clipping(clip, strategy, model_fn, batch, clip_norm=CLIP_NORM)
+
+    right, wrong = check(_clip_summed), check(_clip_local)
+    assert right.passed, right.message
+    assert not wrong.passed and "each replica clipped its own" in wrong.message, wrong.message
+    return right.message
+
+
+def _accumulate(divide_by):
+    def accumulate(model, accumulators, x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(_per_example(model, x, y, training=True)) / divide_by
+        gradients = tape.gradient(loss, model.trainable_variables)
+        for accumulator, gradient in zip(accumulators, gradients, strict=True):
+            accumulator.assign_add(gradient)
+
+    return accumulate
+
+
+def _apply(model, optimizer, accumulators):
+    gradients = [a.read_value() for a in accumulators]
+    optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+    for accumulator in accumulators:
+        accumulator.assign(tf.zeros_like(accumulator))
+
+
+def _accumulation(strategy, shape, batch):
+    data = _twice(batch)  # 16 (or 20) examples: 2 x K micro-batches of 4 (or 5)
+    micro = len(tf.nest.flatten(data[0])[0]) // (2 * K)
+
+    def check(divide_by):
+        accumulate, model_fn = _accumulate(divide_by), lambda: _model(shape)
+        return mk.check_accumulation(accumulate, _apply, strategy, model_fn, data, micro_steps=K)
+
+    right, wrong = check(K * micro), check(micro)  # wrong: one micro-batch's examples
+    assert right.passed, right.message
+    assert not wrong.passed and f"{K}x the big-batch gradient" in wrong.message, wrong.message
+    return right.message
+
+
+def _evaluate(strategy, own_mean):
+    """Sums and counts over the replicas; ``own_mean`` (wrong): the replicas' means averaged."""
+
+    def on_replica(model, x, y):
+        per_example = _per_example(model, x, y)
+        total, count = tf.reduce_sum(per_example), tf.cast(tf.size(per_example), tf.float32)
+        return (total / count, count / count) if own_mean else (total, count)
+
+    def evaluate(model, dataset):
+        @tf.function
+        def step(batch):
+            sums = strategy.run(lambda x, y: on_replica(model, x, y), args=batch)
+            return [strategy.reduce("SUM", value, axis=None) for value in sums]
+
+        sums = [step(batch) for batch in strategy.experimental_distribute_dataset(dataset)]
+        return float(sum(total for total, _ in sums) / sum(count for _, count in sums))
+
+    return evaluate
+
+
+def _evaluation(strategy, shape, batch):
+    data = _twice(batch)  # two global batches of 8, the second short when uneven
+    model = _compiled(strategy, shape, data[0])
+
+    def check(own_mean):
+        evaluate = _evaluate(strategy, own_mean)
+        return mk.check_evaluation(evaluate, strategy, model, data, global_batch=2 * REPLICAS)
+
+    right, wrong = check(own_mean=False), check(own_mean=True)
+    assert right.passed, right.message
+    assert not wrong.passed and "each replica's own mean" in wrong.message, wrong.message
+    return right.message
+
+
+def _restore(strategy, shape, batch):
+    x, _ = batch
+    saved, _, _ = _fitted(strategy, shape, batch)  # trained: its optimizer took steps
+    path = tf.train.Checkpoint(model=saved).save(tempfile.mkdtemp(prefix="matrix-") + "/ckpt")
+
+    def restore(path):
+        model = _compiled(strategy, shape, x)
+        tf.train.Checkpoint(model=model).restore(path)
+        return model
+
+    right = mk.check_restore(restore, path, saved, strategy=strategy)
+    wrong = mk.check_restore(
+        lambda path: _compiled(strategy, shape, x), path, saved, strategy=strategy
+    )
+    assert right.passed, right.message
+    assert not wrong.passed and "not the saved ones" in wrong.message, wrong.message
+    return right.message
+
+
 TOOLS = {
     "check_step_equivalence": _equivalence,
     "check_loss_step": _loss_step,
@@ -192,6 +330,10 @@ TOOLS = {
     "LiveTrainingCallback": _live,
     "StepTracer": _tracer,
     "replay_all_reduce": _replay,
+    "check_clipping": _clipping,
+    "check_accumulation": _accumulation,
+    "check_evaluation": _evaluation,
+    "check_restore": _restore,
 }
 
 
@@ -225,13 +367,12 @@ def test_each_tool_works_on_each_shape_or_refuses_clearly(strategy, policy, row)
     if outcome == "works":
         TOOLS[row["tool"]](strategy, row["shape"], batch)
         return
-    expected = outcome.removeprefix("refused: ")
+    argument, expected = re.fullmatch(r"refused (\w+): (.+)", outcome).groups()
     with pytest.raises((TypeError, ValueError)) as refusal:
         TOOLS[row["tool"]](strategy, row["shape"], batch)
     message = str(refusal.value)
     assert expected in message, message
-    assert re.search(r"model_fn builds an? \w+", message), message  # the model's shape
-    assert ": write " in message  # and what to do
+    assert_clear_message(message, argument, ": write ")  # names the argument, says what to do
 
 
 def test_the_examples_of_the_page_on_your_own_code_run(policy, no_orphans):

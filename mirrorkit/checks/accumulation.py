@@ -19,13 +19,18 @@ from mirrorkit.checks._learner_runs import (
     LEARNING_RATE,
     LearnerError,
     flat_weights,
-    learner_data,
-    mean_loss_gradient,
     reference_and_copy,
     run_learner,
-    same_gradient,
 )
+from mirrorkit.checks._splits import Precision
 from mirrorkit.checks._steps import gradient_ratio
+from mirrorkit.checks.clipping import (
+    agree,
+    examples,
+    learner_structures,
+    mean_gradient,
+    precision_words,
+)
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 from mirrorkit.report.values import number
 
@@ -59,8 +64,9 @@ def check_accumulation(
         strategy: The strategy the loop runs under, with 2 or more replicas.
         model_fn: A function returning a new, built Keras model (no ``BatchNormalization``,
             no ``Dropout``).
-        data: ``(x, y)``: NumPy arrays holding two accumulated steps, ``2 * micro_steps``
-            micro-batches of equal size.
+        data: ``(x, y)``: NumPy arrays (or dicts or tuples of them, as the model takes and
+            gives them) holding two accumulated steps, ``2 * micro_steps`` micro-batches of
+            equal size.
         micro_steps: ``K``, the micro-batches per update, 2 or more.
         loss: The per-example loss meant to be minimised, e.g. ``"mse"``.
 
@@ -118,6 +124,7 @@ class _Accumulated:
     reference: tuple[np.ndarray, np.ndarray]  # the big-batch gradient at the same weights
     last_micro: tuple[np.ndarray, np.ndarray]  # the last micro-batch's mean-loss gradient
     per_replica: int  # examples of one micro-batch on one replica
+    rtol: float  # of the gradient's norm: the precision the model computes at
 
 
 def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, loss):
@@ -125,18 +132,21 @@ def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, l
 
     from mirrorkit.checks.equivalence import resolve_loss
 
-    x, y = learner_data(data, "data")
-    if len(x) % (2 * micro_steps):
-        even = len(x) - len(x) % (2 * micro_steps) or 2 * micro_steps
+    x, y = learner_structures(data, "data")
+    size = examples(x)
+    if size % (2 * micro_steps):
+        even = size - size % (2 * micro_steps) or 2 * micro_steps
         refuse(
             "data",
             must=f"a multiple of 2 * micro_steps examples ({2 * micro_steps}), to split into "
             f"2 x {micro_steps} micro-batches of equal size",
-            got=f"{len(x)} examples",
-            write=f"data=(x[:{even}], y[:{even}])",
+            got=f"{size} examples",
+            write=f"data=(x[:{even}], y[:{even}])"
+            if isinstance(x, np.ndarray)
+            else f"data=(x, y) with every array of x and y cut to its first {even} examples",
             error=ValueError,
         )
-    micro = len(x) // (2 * micro_steps)
+    micro = size // (2 * micro_steps)
     big = micro * micro_steps
     loss_fn = resolve_loss(loss)
     reference, model, optimizer = reference_and_copy(tf, strategy, model_fn, x, LEARNING_RATE)
@@ -165,10 +175,10 @@ def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, l
     applied, expected, last = [], [], []
     for step in range(2):
         start = step * big
-        part = slice(start, start + big)
-        expected.append(mean_loss_gradient(tf, reference, loss_fn, x[part], y[part]))
-        tail = slice(start + big - micro, start + big)
-        last.append(mean_loss_gradient(tf, reference, loss_fn, x[tail], y[tail]))
+        part = _cut(tf, (x, y), slice(start, start + big))
+        expected.append(mean_gradient(tf, reference, loss_fn, *part))
+        tail = _cut(tf, (x, y), slice(start + big - micro, start + big))
+        last.append(mean_gradient(tf, reference, loss_fn, *tail))
         before = flat_weights(model)
         for _ in range(micro_steps):
             run_learner(add_step, next(batches))
@@ -177,7 +187,13 @@ def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, l
         # The reference takes the right step, so that both start the next one alike.
         reference.set_weights([np.asarray(v) for v in model.trainable_variables])
     per_replica = micro // strategy.num_replicas_in_sync
-    return _Accumulated(tuple(applied), tuple(expected), tuple(last), per_replica)
+    rtol = Precision.of(reference, None, None).rtol
+    return _Accumulated(tuple(applied), tuple(expected), tuple(last), per_replica, rtol)
+
+
+def _cut(tf, structure, part: slice):
+    """The examples ``part`` of every array of ``structure``."""
+    return tf.nest.map_structure(lambda a: a[part], structure)
 
 
 def _accumulation_mistakes(k: int, n: int) -> list[tuple[float, str]]:
@@ -268,14 +284,16 @@ def _close(a: float, b: float) -> bool:
 def _accumulation_verdict(run: _Accumulated, k: int, n: int) -> CheckResult:
     first, second = run.applied
     want_first, want_second = run.reference
-    if same_gradient(first, want_first):
-        if same_gradient(second, want_second):
+    same = functools.partial(agree, rtol=run.rtol)
+    if same(first, want_first):
+        if same(second, want_second):
             return CheckResult(
                 True,
                 f"both accumulated updates equal one step on the {k} micro-batches together "
-                "(checked twice in a row, so the accumulators are reset).",
+                "(checked twice in a row, so the accumulators are reset)"
+                + precision_words(run.rtol),
             )
-        if same_gradient(second, want_second + first):
+        if same(second, want_second + first):
             return CheckResult(
                 False,
                 "the first update is right, the second adds the first one's gradients again: "
@@ -290,14 +308,14 @@ def _accumulation_verdict(run: _Accumulated, k: int, n: int) -> CheckResult:
             "then.",
         )
     ratio = gradient_ratio(first, want_first)
-    scaled = same_gradient(first, ratio * want_first)
-    causes = [m for f, m in _accumulation_mistakes(k, n) if same_gradient(first, f * want_first)]
+    scaled = same(first, ratio * want_first)
+    causes = [m for f, m in _accumulation_mistakes(k, n) if same(first, f * want_first)]
     literal = _hard_coded(ratio, k, n, run.per_replica, book_only=bool(causes))
     literal = literal if scaled else None
     if causes:  # with few replicas and micro-batches two causes can give the same factor
         return CheckResult(False, " Or: ".join([*causes, *([literal] if literal else [])]))
     for factor in (1.0 / k, 1.0):
-        if same_gradient(first, factor * run.last_micro[0]):
+        if same(first, factor * run.last_micro[0]):
             return CheckResult(
                 False,
                 "only the last micro-batch reached the update: each one replaced the "

@@ -20,12 +20,11 @@ from mirrorkit.checks._learner_runs import (
     LearnerError,
     flat_weights,
     learner_data,
-    mean_loss_gradient,
     reference_and_copy,
     run_learner,
-    same_gradient,
 )
-from mirrorkit.checks._steps import flat_float64, gradient_ratio
+from mirrorkit.checks._splits import Precision
+from mirrorkit.checks._steps import flat_float64, gradient_ratio, per_example_values
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 from mirrorkit.report.values import number
 
@@ -47,7 +46,8 @@ def check_clipping(
             apply (``...``: not attempted).
         strategy: The strategy the loop runs under, with 2 or more replicas.
         model_fn: A function returning a new, built Keras model.
-        batch: One global batch ``(x, y)`` of NumPy arrays.
+        batch: One global batch ``(x, y)`` of NumPy arrays (or dicts or tuples of them,
+            as the model takes its inputs and gives its outputs).
         clip_norm: The bound on the global norm; it must be below the norm of the global
             batch's gradient, or the check cannot see clipping.
         loss: The per-example loss meant to be minimised, e.g. ``"mse"``.
@@ -96,7 +96,9 @@ def check_clipping(
                 write=f"clip_norm={number(clipped.norm / 2)}",
                 error=ValueError,
             )
-        loose = _clipping_run(clip, strategy, model_fn, batch, 2.0 * clipped.norm, loss)
+        loose = None  # asked only of a right clipped step: a wrong one is judged without it
+        if agree(clipped.applied, clipped.reference, clipped.rtol):
+            loose = _clipping_run(clip, strategy, model_fn, batch, 2.0 * clipped.norm, loss)
     except LearnerError as error:
         return CheckResult(False, str(error))
     n = strategy.num_replicas_in_sync
@@ -107,7 +109,7 @@ def check_clipping(
             middle = _clipping_run(clip, strategy, model_fn, batch, between, loss)
         except LearnerError as error:
             return CheckResult(False, str(error))
-        if same_gradient(middle.applied, flat_float64(_summed(middle.replicas))):
+        if agree(middle.applied, flat_float64(_summed(middle.replicas)), middle.rtol):
             return CheckResult(False, _mean_norm_message(n, between, middle.norm))
     return verdict
 
@@ -134,6 +136,7 @@ class _Clipped:
     applied: np.ndarray
     reference: np.ndarray  # one device: tf.clip_by_global_norm of the gradient
     replicas: tuple[tuple[np.ndarray, ...], ...]  # per replica, per weight, unclipped
+    rtol: float  # of the gradient's norm: the precision the model computes at
 
 
 def _clipping_run(clip, strategy, model_fn, batch, clip_norm, loss):
@@ -141,18 +144,18 @@ def _clipping_run(clip, strategy, model_fn, batch, clip_norm, loss):
 
     from mirrorkit.checks.equivalence import resolve_loss
 
-    x, y = learner_data(batch, "batch")
+    x, y = learner_structures(batch, "batch")
     loss_fn = resolve_loss(loss)
     reference, model, optimizer = reference_and_copy(tf, strategy, model_fn, x, 1.0)
-    gradient = mean_loss_gradient(tf, reference, loss_fn, x, y)
+    gradient = mean_gradient(tf, reference, loss_fn, x, y)
     norm = float(np.linalg.norm(gradient))
     wanted = gradient * min(1.0, clip_norm / norm) if norm else gradient
-    global_batch = len(x)
+    global_batch = examples(x)
     variables = model.trainable_variables
 
     def replica_step(x_r, y_r):
         with tf.GradientTape() as tape:
-            per_example = loss_fn(y_r, model(x_r, training=True))
+            per_example = per_example_values(tf, loss_fn, y_r, model(x_r, training=True))
             value = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
         gradients = tape.gradient(value, variables)
         clipped = clip(list(gradients), clip_norm)
@@ -178,7 +181,98 @@ def _clipping_run(clip, strategy, model_fn, batch, clip_norm, loss):
         tuple(np.asarray(g, np.float64) for g in grads)
         for grads in zip(*(strategy.experimental_local_results(g) for g in local), strict=True)
     )
-    return _Clipped(norm, clip_norm, applied, wanted, replicas)
+    rtol = Precision.of(reference, None, None).rtol
+    return _Clipped(norm, clip_norm, applied, wanted, replicas, rtol)
+
+
+def learner_structures(data, what: str):
+    """``x`` and ``y`` of ``(x, y)``: arrays, or a model's dict or tuple of arrays.
+
+    Every array must hold the same examples (its first axis); lists of arrays become tuples.
+
+    Example:
+        >>> x = {"a": np.ones((2, 3)), "b": np.ones((2, 1))}
+        >>> x, y = learner_structures((x, [1, 2]), "data")
+        >>> sorted(x), y.shape
+        (['a', 'b'], (2,))
+    """
+    if not isinstance(data, tuple | list) or len(data) != 2 or not any(map(_nested, data)):
+        return learner_data(data, what)
+    import tensorflow as tf
+
+    x, y = (_arrays(part) for part in data)
+    lengths = [len(a) if a.ndim else 0 for a in tf.nest.flatten((x, y))]
+    if len(set(lengths)) != 1 or not lengths[0]:
+        refuse(
+            what,
+            must="(x, y) whose arrays hold the same examples, along their first axis",
+            got=f"arrays of {', '.join(map(str, lengths))} examples",
+            write=f"{what}=(x, y) with every array of x and y cut to the same n examples",
+            error=ValueError,
+        )
+    return x, y
+
+
+def _nested(part) -> bool:
+    """Whether ``part`` is a model's several inputs or outputs (a dict, or a list of arrays)."""
+    if isinstance(part, dict):
+        return True
+    return (
+        isinstance(part, list | tuple)
+        and bool(part)
+        and all(hasattr(a, "shape") or isinstance(a, dict) for a in part)
+    )
+
+
+def _arrays(part):
+    """``part`` with each of its arrays (a list of numbers too) as NumPy, its lists as tuples."""
+    if isinstance(part, dict):
+        return {key: _arrays(value) for key, value in part.items()}
+    if _nested(part):
+        return tuple(_arrays(value) for value in part)
+    return np.asarray(part)
+
+
+def examples(x) -> int:
+    """The examples ``x`` holds (of its first array, when it is a dict or tuple).
+
+    Example:
+        >>> examples({"a": np.ones((5, 2))})
+        5
+    """
+    import tensorflow as tf
+
+    return len(tf.nest.flatten(x)[0])
+
+
+def mean_gradient(tf, model, loss_fn, x, y) -> np.ndarray:
+    """The gradient of the mean per-example loss (summed over outputs), as one float64 vector."""
+    with tf.GradientTape() as tape:
+        mean = tf.reduce_mean(per_example_values(tf, loss_fn, y, model(x, training=True)))
+    gradients = tape.gradient(mean, model.trainable_variables)
+    return flat_float64([np.asarray(g, np.float64) for g in gradients])
+
+
+def precision_words(rtol: float) -> str:
+    """How closely two updates were compared, as the end of a verdict's sentence.
+
+    Example:
+        >>> precision_words(1e-4), precision_words(0.03125)
+        ('.', " (to 0.03125 of the gradient's norm, at the precision the model computes in).")
+    """
+    if rtol <= 1e-4:
+        return "."
+    return f" (to {number(rtol)} of the gradient's norm, at the precision the model computes in)."
+
+
+def agree(a: np.ndarray, b: np.ndarray, rtol: float = 1e-4) -> bool:
+    """Whether ``a`` is ``b`` to ``rtol`` of ``b``'s norm (4 epsilons under mixed precision).
+
+    Example:
+        >>> agree(np.array([1.0, 2.0]), np.array([1.01, 2.0])), agree(np.ones(2), np.ones(2))
+        (False, True)
+    """
+    return float(np.linalg.norm(a - b)) <= rtol * float(np.linalg.norm(b)) + 1e-6
 
 
 def _clip_global(arrays, bound):
@@ -238,14 +332,15 @@ def _clipping_mistakes(run: _Clipped, n: int) -> list[tuple[np.ndarray, str]]:
     ]
 
 
-def _clipping_verdict(clipped: _Clipped, loose: _Clipped, n: int) -> CheckResult:
-    if same_gradient(clipped.applied, clipped.reference):
-        if same_gradient(loose.applied, loose.reference):
+def _clipping_verdict(clipped: _Clipped, loose: _Clipped | None, n: int) -> CheckResult:
+    if loose is not None:  # the clipped step is right
+        if agree(loose.applied, loose.reference, loose.rtol):
             return CheckResult(
                 True,
                 f"the update equals one-device training with tf.clip_by_global_norm: "
                 f"clipped to {number(clipped.clip_norm)} when the norm is "
-                f"{number(clipped.norm)}, and left alone under a looser bound.",
+                f"{number(clipped.norm)}, and left alone under a looser bound"
+                + precision_words(clipped.rtol),
             )
         return CheckResult(
             False,
@@ -256,7 +351,7 @@ def _clipping_verdict(clipped: _Clipped, loose: _Clipped, n: int) -> CheckResult
             "leave gradients whose norm is under the bound as they are.",
         )
     for predicted, message in _clipping_mistakes(clipped, n):
-        if same_gradient(clipped.applied, predicted):
+        if agree(clipped.applied, predicted, clipped.rtol):
             return CheckResult(False, message)
     factors = _replica_factors(clipped)
     if factors is not None:
@@ -273,7 +368,7 @@ def _replica_factors(run: _Clipped) -> np.ndarray | None:
     """The factor each replica scaled its own gradient by, if the update is such a sum."""
     columns = np.stack([flat_float64(grads) for grads in run.replicas], axis=1)
     factors, *_ = np.linalg.lstsq(columns, run.applied, rcond=None)
-    return factors if same_gradient(columns @ factors, run.applied) else None
+    return factors if agree(columns @ factors, run.applied, run.rtol) else None
 
 
 def _factors_message(run: _Clipped, factors: np.ndarray, n: int) -> str:

@@ -14,7 +14,10 @@ from collections.abc import Callable
 import numpy as np
 
 from mirrorkit._validate import describe, refuse, require_count, require_strategy
-from mirrorkit.checks._learner_runs import learner_data, learner_error, literal_numbers
+from mirrorkit.checks._learner_runs import learner_error, literal_numbers
+from mirrorkit.checks._splits import Precision
+from mirrorkit.checks._steps import per_example_values
+from mirrorkit.checks.clipping import examples, learner_structures
 from mirrorkit.checks.equivalence import resolve_loss
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 
@@ -50,7 +53,8 @@ def check_evaluation(
         evaluate: The learner's ``evaluate(model, dataset)`` (``...``: not attempted).
         strategy: The strategy the model was built under.
         model: A Keras model built under ``strategy.scope()``.
-        data: ``(x, y)``, NumPy arrays with at least ``2 * global_batch`` examples.
+        data: ``(x, y)``, NumPy arrays (or dicts or tuples of them, as the model takes and
+            gives them) with at least ``2 * global_batch`` examples.
         global_batch: The global batch size the datasets are batched by (2 or more examples
             per replica).
         loss: The per-example loss to average: a Keras loss name such as ``"mse"``, a
@@ -108,8 +112,10 @@ def check_evaluation(
     answers, calls = [], []
     witnessed = _witnessed(model, strategy, calls)
     literals = literal_numbers(evaluate)
+    rtol = _tolerance(model)
     for size in (full, ragged):
-        dataset = tf.data.Dataset.from_tensor_slices((x[:size], y[:size])).batch(global_batch)
+        x_part, y_part = tf.nest.map_structure(lambda a, size=size: a[:size], (x, y))
+        dataset = tf.data.Dataset.from_tensor_slices((x_part, y_part)).batch(global_batch)
         try:
             answer = evaluate(witnessed, dataset)
         except Exception as error:  # noqa: BLE001 - the learner's code: a verdict, not a traceback
@@ -136,15 +142,13 @@ def check_evaluation(
             )
         if (where := _where_problem(calls, replicas)) is not None:
             return CheckResult(False, where)
-        losses = np.asarray(
-            loss_fn(tf.constant(y[:size]), model(x[:size], training=False)), np.float64
-        ).reshape(-1)
+        losses = _per_example_losses(tf, model, loss_fn, x_part, y_part)
         answers.append((size, number, losses))
         verdict = (_full_batches if size == full else _short_batch)(
-            answers, global_batch, replicas, what[size]
+            answers, global_batch, replicas, what[size], rtol
         )
         if verdict is not None and size == full:
-            fixed = _fixed_number(number, losses.mean(), replicas, literals)
+            fixed = _fixed_number(number, losses.mean(), replicas, literals, rtol)
             return verdict if fixed is None else fixed
         if verdict is not None:
             return verdict
@@ -152,8 +156,25 @@ def check_evaluation(
         True,
         f"evaluate gives the mean loss over every example, computed inside strategy.run on "
         f"all {replicas} replicas: {answers[0][2].mean():.6g} {what[full]}, and "
-        f"{answers[1][2].mean():.6g} {what[ragged]}.",
+        f"{answers[1][2].mean():.6g} {what[ragged]}"
+        + (
+            "."
+            if rtol == _RTOL
+            else f", to a relative {rtol:g}, the precision of the model's mixed policy."
+        ),
     )
+
+
+def _per_example_losses(tf, model, loss_fn, x, y) -> np.ndarray:
+    """Each example's loss (summed over the model's outputs), from outputs read at float32."""
+    outputs = tf.nest.map_structure(lambda p: tf.cast(p, tf.float32), model(x, training=False))
+    return np.asarray(per_example_values(tf, loss_fn, y, outputs), np.float64)
+
+
+def _tolerance(model) -> float:
+    """How close the learner's mean must be: 1e-5, or 4 epsilons of a mixed policy's dtype."""
+    precision = Precision.of(model, None, None)
+    return precision.rtol if precision.mixed else _RTOL
 
 
 def _witnessed(model, strategy, calls: list):
@@ -220,14 +241,14 @@ def _where_problem(calls: list, replicas: int) -> str | None:
     return None
 
 
-def _fixed_number(got: float, right: float, replicas: int, literals) -> CheckResult | None:
+def _fixed_number(got: float, right: float, replicas: int, literals, rtol) -> CheckResult | None:
     """A failed result naming a number fixed for another replica count, if one explains it."""
     for literal in literals:
         c = float(literal)
         if c <= 0 or math.isclose(c, replicas):
             continue
         for factor, what in ((c / replicas, "multiplies by"), (replicas / c, "divides by")):
-            if _close(got, right * factor):
+            if _close(got, right * factor, rtol):
                 return CheckResult(
                     False,
                     f"evaluate gives {got:.6g}, {factor:.4g} times the mean {right:.6g}: it "
@@ -264,15 +285,15 @@ def _refuse_setup(strategy, model, data, global_batch: int) -> tuple:
             f"global_batch={global_batch} is too small to check with {replicas} replicas: use "
             f"at least {2 * replicas} (two examples per replica)."
         )
-    x, y = learner_data(data, "data")
-    if len(x) < 2 * global_batch:
+    x, y = learner_structures(data, "data")
+    if examples(x) < 2 * global_batch:
         enough = 2 * global_batch
         refuse(
             "data",
             must=f"long enough, since the check needs at least {enough} (two global batches "
             f"of {global_batch})",
-            got=f"{len(x)} examples",
-            write=f"data=(x[:{enough}], y[:{enough}]) from a larger set",
+            got=f"{examples(x)} examples",
+            write=f"data=(x, y) with {enough} examples or more, from a larger set",
             error=ValueError,
         )
     return x, y
@@ -288,15 +309,15 @@ def _as_number(answer) -> float | None:
     return float(value.reshape(()))
 
 
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=_RTOL, abs_tol=1e-12)
+def _close(a: float, b: float, rtol: float) -> bool:
+    return math.isclose(a, b, rel_tol=rtol, abs_tol=1e-12)
 
 
-def _full_batches(answers, global_batch: int, replicas: int, what: str) -> CheckResult | None:
+def _full_batches(answers, global_batch: int, replicas: int, what: str, rtol) -> CheckResult | None:
     (_, got, _), right = answers[0], answers[0][2].mean()
-    if _close(got, right):
+    if _close(got, right, rtol):
         return None
-    if _close(got, right * replicas):
+    if _close(got, right * replicas, rtol):
         return CheckResult(
             False,
             f"{what}, the loss is {replicas} times too large ({got:.6g}, the mean is "
@@ -305,7 +326,7 @@ def _full_batches(answers, global_batch: int, replicas: int, what: str) -> Check
             "per_example, global_batch_size=...)) before the SUM, or sum losses and count "
             "examples.",
         )
-    if _close(got, right / replicas):
+    if _close(got, right / replicas, rtol):
         return CheckResult(
             False,
             f"{what}, the loss is 1/{replicas} of the mean ({got:.6g}, the mean is {right:.6g}): "
@@ -317,9 +338,9 @@ def _full_batches(answers, global_batch: int, replicas: int, what: str) -> Check
     )
 
 
-def _short_batch(answers, global_batch: int, replicas: int, what: str) -> CheckResult | None:
+def _short_batch(answers, global_batch: int, replicas: int, what: str, rtol) -> CheckResult | None:
     (_, got, losses), right = answers[1], answers[1][2].mean()
-    if _close(got, right):
+    if _close(got, right, rtol):
         return None
     start = f"right with full batches, but {what} evaluate gives {got:.6g}, not {right:.6g}"
     if math.isnan(got):
@@ -333,7 +354,7 @@ def _short_batch(answers, global_batch: int, replicas: int, what: str) -> CheckR
     share = -(-len(short) // replicas)
     parts = [short[i * share : (i + 1) * share] for i in range(replicas)]
     means = [part.mean() for part in parts if len(part)]
-    if _close(got, float(np.mean([losses[:global_batch].mean(), np.mean(means)]))):
+    if _close(got, float(np.mean([losses[:global_batch].mean(), np.mean(means)])), rtol):
         return CheckResult(
             False,
             f"{start}: it averages each replica's own mean, so a replica holding fewer "
@@ -341,14 +362,15 @@ def _short_batch(answers, global_batch: int, replicas: int, what: str) -> CheckR
             "as much as a full one. Sum the per-example losses and count the examples on "
             "every replica, add both up over the replicas, and divide at the end.",
         )
-    if _close(got, float(np.mean([losses[:global_batch].mean(), losses[global_batch:].mean()]))):
+    batch_means = [losses[:global_batch].mean(), losses[global_batch:].mean()]
+    if _close(got, float(np.mean(batch_means)), rtol):
         return CheckResult(
             False,
             f"{start}: it averages the batches' means, so the short batch weighs as much as a "
             "full one. Sum the per-example losses and count the examples over all batches, "
             "then divide once at the end.",
         )
-    if _close(got, losses.sum() / (2 * global_batch)):
+    if _close(got, losses.sum() / (2 * global_batch), rtol):
         return CheckResult(
             False,
             f"{start}: every batch is divided by the global batch of {global_batch}, the short "

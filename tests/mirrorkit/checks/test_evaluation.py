@@ -341,3 +341,27 @@ def test_a_traced_loop_under_the_scope_without_run_is_named(strategy, setup):
     model, data = setup
     result = mk.check_evaluation(evaluate, strategy, model, data, global_batch=GLOBAL_BATCH)
     assert not result.passed and "cross-replica context" in result.message, result.message
+
+
+def test_a_mixed_policy_is_compared_at_its_precision_and_dicts_are_read(strategy):
+    """A mean computed more exactly than mixed_float16's outputs passes (it failed at 1e-5)."""
+    rng = np.random.default_rng(0)
+    x = {"a": rng.normal(size=(16, 3)).astype("float32")}
+    y = rng.normal(size=(16, 1)).astype("float32")
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        with strategy.scope():
+            keras.utils.set_random_seed(0)
+            inputs = keras.Input((3,), name="a")
+            model = keras.Model({"a": inputs}, keras.layers.Dense(1)(inputs))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+    def evaluate(model, dataset):  # the mean in float64, from the weights
+        strategy.run(lambda: model(x))  # every replica calls the model, as the check wants
+        w, b = (np.asarray(v, np.float64) for v in model.weights)
+        errors = [(bx["a"].numpy() @ w + b - by.numpy()) ** 2 for bx, by in dataset]
+        return float(np.mean(np.concatenate(errors)))
+
+    result = mk.check_evaluation(evaluate, strategy, model, (x, y), global_batch=8)
+    assert result.passed and "precision of the model's mixed policy" in result.message, result
