@@ -43,7 +43,7 @@ def learner_data(data, what: str):
     return x, y
 
 
-def reference_and_copy(tf, strategy, model_fn, x, learning_rate):
+def reference_and_copy(tf, strategy, model_fn, x, learning_rate, argument: str = "batch"):
     """The one-device reference model and its copy in the strategy's scope, with SGD.
 
     A ``model_fn`` that is a model, or builds a model the checks cannot judge, raises.
@@ -57,11 +57,11 @@ def reference_and_copy(tf, strategy, model_fn, x, learning_rate):
             must="a function that returns a NEW Keras model",
             write="model_fn=make_model",
         )
-    reference = build_model(tf, model_fn, x)
+    reference = build_model(tf, model_fn, x, argument)
     check_layers(reference)
     initial = reference.get_weights()
     with strategy.scope():
-        model = build_model(tf, model_fn, x)
+        model = build_model(tf, model_fn, x, argument)
         model.set_weights(initial)
         optimizer = keras.optimizers.SGD(learning_rate)
         optimizer.build(model.trainable_variables)

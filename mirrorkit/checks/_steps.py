@@ -9,8 +9,11 @@ import numpy as np
 from mirrorkit._validate import describe, refuse
 
 
-def build_model(tf, model_fn, x):
-    """``model_fn()``, checked to be a new Keras model, built on one example of ``x``."""
+def build_model(tf, model_fn, x, argument: str = "batch"):
+    """``model_fn()``, checked to be a new Keras model, built on one example of ``x``.
+
+    ``argument`` names the data in a refusal (``batch``, or ``data`` for accumulation).
+    """
     import keras
 
     model = model_fn()
@@ -28,7 +31,7 @@ def build_model(tf, model_fn, x):
         try:
             model(tf.nest.map_structure(lambda a: a[:1], x))
         except Exception as error:  # noqa: BLE001 - Keras's own words, named below
-            _refuse_inputs(model, x, error)
+            _refuse_inputs(model, x, error, argument)
     return model
 
 
@@ -41,7 +44,7 @@ def _structure(x) -> str:
     return f"one array of shape {tuple(getattr(x, 'shape', ()))}"
 
 
-def _refuse_inputs(model, x, error) -> None:
+def _refuse_inputs(model, x, error, argument: str) -> None:
     """Refuse a batch whose ``x`` the model cannot take, naming the model's shape."""
     names = [getattr(t, "name", "") for t in getattr(model, "inputs", None) or []]
     if isinstance(x, dict) and not names:
@@ -54,10 +57,10 @@ def _refuse_inputs(model, x, error) -> None:
     else:
         fix = "x as the model's call(x) takes it"
     refuse(
-        "batch",
+        argument,
         must=f"a batch (x, y) whose x the model takes; model_fn builds {describe_model(model)}",
         got=f"x as {_structure(x)}, which the model cannot take (Keras: {type(error).__name__})",
-        write=f"batch=(x, y) with {fix}",
+        write=f"{argument}=(x, y) with {fix}",
     )
 
 

@@ -149,7 +149,9 @@ def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, l
     micro = size // (2 * micro_steps)
     big = micro * micro_steps
     loss_fn = resolve_loss(loss)
-    reference, model, optimizer = reference_and_copy(tf, strategy, model_fn, x, LEARNING_RATE)
+    reference, model, optimizer = reference_and_copy(
+        tf, strategy, model_fn, x, LEARNING_RATE, "data"
+    )
     with strategy.scope():
         accumulators = [
             tf.Variable(
