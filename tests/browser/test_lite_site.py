@@ -195,6 +195,7 @@ def _ring_stepper_steps_once(page, chapter) -> None:
     which adds it to its own. (In the lab's own test: one page load, not two.)
     """
     import numpy as np
+    from playwright.sync_api import expect
 
     from mirrorkit.report.values import number
 
@@ -204,15 +205,18 @@ def _ring_stepper_steps_once(page, chapter) -> None:
     widget = page.locator(LIVE).filter(has=page.locator(".mws-view")).first
     view = widget.locator(".mws-view")
     view.locator('.mws-frame[data-step="0"]').wait_for(timeout=30_000)
-    row1 = view.locator('tr[data-replica="1"] td').first
+    # JupyterLab skips laying out cells away from the viewport (content-visibility: auto),
+    # and a skipped cell's innerText is empty until the next frame after it scrolls into
+    # view: so the text is polled (expect) rather than read once.
+    widget.scroll_into_view_if_needed()
+    first_numbers = view.locator('tr[data-replica="1"] td').first.locator("div").first
     before = [number(x) for x in inputs[1][:shown].tolist()]
-    assert row1.locator("div").first.inner_text().split() == before
+    expect(first_numbers).to_have_text(" ".join(before), timeout=30_000)
     widget.locator("button.mws-next").click()
     view.locator('.mws-frame[data-step="1"]').wait_for(timeout=30_000)
     after = [number(x) for x in (inputs[0][:shown] + inputs[1][:shown]).tolist()]
-    assert row1.locator("div").first.inner_text().split() == after
     assert after != before
-    widget.scroll_into_view_if_needed()
+    expect(first_numbers).to_have_text(" ".join(after), timeout=30_000)
     widget.screenshot(path=str(ARTIFACTS / "lite_stepper_step_1.png"))
 
 
