@@ -6,7 +6,9 @@ comes up (TensorFlow's local clusters need it), tmpfs covers /tmp, /var/tmp, /de
 hidden but for the interpreter, then ``setpriv`` drops to user nobody with no new privileges
 and runs ``python -I`` on :mod:`bookbuild.grading._runner`. Not root, it asks for a user
 namespace instead and says what it could not isolate. The job goes in on stdin; verdicts
-come back on a pipe (:mod:`bookbuild.grading._verdicts`).
+come back on a pipe (:mod:`bookbuild.grading._verdicts`). The sandbox dies with the grader,
+however the grader ends (a parent-death signal on ``unshare``, whose ``--kill-child`` ends the
+PID namespace and so everything the submission started).
 
 Example:
     >>> isolation_note(True).startswith("user nobody")
@@ -16,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import secrets
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookbuild.grading import _verdicts
+from mirrorkit.cluster import _procs
 
 RUNNER = Path(__file__).with_name("_runner.py")
 NOBODY = 65534
@@ -264,7 +268,11 @@ def run_sandboxed(
         pass_fds=(result_write, token_read),
         env=_environment(),
         cwd="/",
-        start_new_session=True,
+        start_new_session=True,  # out of the terminal's reach: Ctrl+C ends the grader first
+        # ... and it ends with the thread that started it, however that ends (a SIGKILL
+        # included): the kernel kills unshare, whose --kill-child kills the namespace's
+        # first process, which takes every process of the namespace along.
+        preexec_fn=functools.partial(_procs.die_with_parent, os.getpid()),  # noqa: PLW1509
     )
     os.close(result_write)
     os.close(token_read)

@@ -20,6 +20,8 @@ OPTIMIZERS = {
     "Nadam": lambda: keras.optimizers.Nadam(0.01),
 }
 STATELESS = {"SGD"}
+# What Keras's optimizers do under a strategy, not mirrorkit: once per TensorFlow and Keras.
+pytestmark = pytest.mark.per_keras
 EPOCHS = 2
 
 

@@ -4,8 +4,13 @@ The answer below passes exercise 1 only if every isolation holds, and says which
 not otherwise. The `grading` marker keeps these to the reference job.
 """
 
+import contextlib
 import importlib.util
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -78,3 +83,56 @@ def test_a_chapter_cell_that_fails_at_the_drawn_seed_is_the_chapters_error(tmp_p
     assert "not this submission" in result.detail and "AssertionError: an odd seed" in result.detail
     assert "at seed 3 with 2 replicas" in result.detail and "another --seed" in result.detail
     assert grade(odd, path, choices={"replicas": [2], "seed": 4}, timeout=300).total == (2.0, 2.0)
+
+
+# An answer that starts a process which leaves its session and its parent (forked twice),
+# then waits forever: what is left of a sandbox when its grader is killed.
+LINGER = """
+import subprocess, time
+subprocess.Popen(["sh", "-c", "sleep {marker} &"], start_new_session=True)
+while True:
+    time.sleep(1)
+"""
+GRADER = """
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+from bookbuild.grading import grade
+
+grade(SimpleNamespace(program=Path(sys.argv[1])), Path(sys.argv[2]),
+      choices={"replicas": [2], "seed": 0}, timeout=600)
+"""
+
+
+def test_nothing_of_a_sandbox_outlives_its_grader_killed_mid_answer(lab, tmp_path):
+    from mirrorkit.cluster import _procs, _reaper
+    from tests.conftest import ROOT, wait_gone
+
+    marker = f"{os.getpid() % 1000}.{time.time_ns() % 10**6:06d}"  # sleep's own argument
+    path = lab_kit.submission(tmp_path, "linger", LINGER.format(marker=marker))
+    grader = subprocess.Popen(
+        [sys.executable, "-c", GRADER, str(lab.program), str(path)],
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    tree: list[int] = []
+    try:
+        deadline = time.monotonic() + 240
+        while not (escaped := _procs.processes_with(f"sleep {marker}")):
+            assert grader.poll() is None, f"the grader ended first ({grader.returncode})"
+            assert time.monotonic() < deadline, "the answer never started its process"
+            time.sleep(0.5)
+        tree = _reaper.descendants(grader.pid)
+        assert len(tree) >= 3 and set(escaped) <= set(tree), (tree, escaped)
+        grader.kill()  # no handler, no clean-up: the worst way a grader ends
+        grader.wait()
+        left = wait_gone(tree, within=15.0)
+        named = {pid: _procs.command_line(pid) for pid in left}
+        assert left == [], f"left running after the grader was killed: {named}"
+    finally:
+        for pid in tree + [grader.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
