@@ -1,11 +1,14 @@
 """Running a learner's step next to one device's: the shared machinery of the scaling checks.
 
 Example:
-    >>> from mirrorkit.checks._learner_runs import learner_data
-    >>> learner_data([1, 2, 3], "data")
-    Traceback (most recent call last):
-    ...
-    TypeError: data must be a pair (x, y) of NumPy arrays, got list [1, 2, 3]: write data=(x, y).
+    >>> from mirrorkit.checks._learner_runs import LearnerError, run_learner
+    >>> def step():
+    ...     raise ValueError("Shapes (8, 1) and (8,) are incompatible")
+    >>> try:
+    ...     run_learner(step)
+    ... except LearnerError as error:
+    ...     print(error)
+    your function failed inside strategy.run: ValueError: Shapes (8, 1) and (8,) are incompatible.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import re
 import numpy as np
 
 from mirrorkit._validate import refuse
-from mirrorkit.checks._steps import build_model, check_layers, flat_float64
+from mirrorkit.checks._steps import build_model, check_layers, flat_float64, per_example_values
 from mirrorkit.report.values import error_lines
 
 LEARNING_RATE = 0.1
@@ -25,22 +28,6 @@ LEARNING_RATE = 0.1
 
 class LearnerError(Exception):
     """A mistake in the learner's code (their function failed or returned the wrong thing)."""
-
-
-def learner_data(data, what: str):
-    """``x`` and ``y`` as arrays from ``(x, y)``, or a TypeError / ValueError naming ``what``."""
-    if not isinstance(data, tuple | list) or len(data) != 2:
-        refuse(what, data, must="a pair (x, y) of NumPy arrays", write=f"{what}=(x, y)")
-    x, y = (np.asarray(part) for part in data)
-    if x.ndim == 0 or y.ndim == 0 or len(x) != len(y) or not len(x):
-        refuse(
-            what,
-            must="(x, y) with the same examples in each",
-            got=f"shapes {x.shape} and {y.shape}",
-            write=f"{what}=(x[:n], y[:n])",
-            error=ValueError,
-        )
-    return x, y
 
 
 def reference_and_copy(tf, strategy, model_fn, x, learning_rate, argument: str = "batch"):
@@ -68,10 +55,10 @@ def reference_and_copy(tf, strategy, model_fn, x, learning_rate, argument: str =
     return reference, model, optimizer
 
 
-def mean_loss_gradient(tf, model, loss_fn, x, y) -> np.ndarray:
+def mean_gradient(tf, model, loss_fn, x, y) -> np.ndarray:
+    """The gradient of the mean per-example loss (summed over outputs), as one float64 vector."""
     with tf.GradientTape() as tape:
-        values = loss_fn(tf.convert_to_tensor(y), model(x, training=True))
-        mean = tf.reduce_mean(tf.cast(values, tf.float32))
+        mean = tf.reduce_mean(per_example_values(tf, loss_fn, y, model(x, training=True)))
     gradients = tape.gradient(mean, model.trainable_variables)
     return flat_float64([np.asarray(g, np.float64) for g in gradients])
 

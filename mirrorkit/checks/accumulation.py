@@ -15,22 +15,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from mirrorkit._validate import refuse, require_strategy, require_whole
+from mirrorkit.checks._learner_data import examples, learner_structures
 from mirrorkit.checks._learner_runs import (
     LEARNING_RATE,
     LearnerError,
     flat_weights,
+    mean_gradient,
     reference_and_copy,
     run_learner,
 )
 from mirrorkit.checks._splits import Precision
 from mirrorkit.checks._steps import gradient_ratio
-from mirrorkit.checks.clipping import (
-    agree,
-    examples,
-    learner_structures,
-    mean_gradient,
-    precision_words,
-)
+from mirrorkit.checks.clipping import agree, precision_words
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 from mirrorkit.report.values import number
 

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from mirrorkit._validate import refuse, require_number, require_strategy
+from mirrorkit.checks._learner_data import OneBatch, one_batch
 from mirrorkit.checks._learner_runs import (
     LearnerError,
     flat_weights,
-    learner_data,
+    mean_gradient,
     reference_and_copy,
     run_learner,
 )
@@ -86,7 +87,8 @@ def check_clipping(
     if (refusal := cannot_check_with_one_replica(strategy, "gradient clipping")) is not None:
         return refusal
     try:
-        clipped = _clipping_run(clip, strategy, model_fn, batch, clip_norm, loss)
+        data = one_batch(strategy, batch, "batch")  # split once: every run below takes it
+        clipped = _clipping_run(clip, strategy, model_fn, data, clip_norm, loss)
         if clipped.norm <= clip_norm:
             refuse(
                 "clip_norm",
@@ -98,7 +100,7 @@ def check_clipping(
             )
         loose = None  # asked only of a right clipped step: a wrong one is judged without it
         if agree(clipped.applied, clipped.reference, clipped.rtol):
-            loose = _clipping_run(clip, strategy, model_fn, batch, 2.0 * clipped.norm, loss)
+            loose = _clipping_run(clip, strategy, model_fn, data, 2.0 * clipped.norm, loss)
     except LearnerError as error:
         return CheckResult(False, str(error))
     n = strategy.num_replicas_in_sync
@@ -106,7 +108,7 @@ def check_clipping(
     if verdict.message.startswith(SUMMED_AGAIN):  # or the norm of the mean: one more bound
         between = clipped.norm * (1.0 + 1.0 / n) / 2.0  # above the mean's norm, below the sum's
         try:
-            middle = _clipping_run(clip, strategy, model_fn, batch, between, loss)
+            middle = _clipping_run(clip, strategy, model_fn, data, between, loss)
         except LearnerError as error:
             return CheckResult(False, str(error))
         if agree(middle.applied, flat_float64(_summed(middle.replicas)), middle.rtol):
@@ -139,18 +141,17 @@ class _Clipped:
     rtol: float  # of the gradient's norm: the precision the model computes at
 
 
-def _clipping_run(clip, strategy, model_fn, batch, clip_norm, loss):
+def _clipping_run(clip, strategy, model_fn, data: OneBatch, clip_norm, loss):
     import tensorflow as tf
 
     from mirrorkit.checks.equivalence import resolve_loss
 
-    x, y = learner_structures(batch, "batch")
+    x, y, global_batch = data.x, data.y, data.examples
     loss_fn = resolve_loss(loss)
     reference, model, optimizer = reference_and_copy(tf, strategy, model_fn, x, 1.0)
     gradient = mean_gradient(tf, reference, loss_fn, x, y)
     norm = float(np.linalg.norm(gradient))
     wanted = gradient * min(1.0, clip_norm / norm) if norm else gradient
-    global_batch = examples(x)
     variables = model.trainable_variables
 
     def replica_step(x_r, y_r):
@@ -173,9 +174,8 @@ def _clipping_run(clip, strategy, model_fn, batch, clip_norm, loss):
         return strategy.run(replica_step, args=batch)
 
     step = tf.function(functools.partial(run))
-    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch)
     before = flat_weights(model)
-    local = run_learner(step, next(iter(strategy.experimental_distribute_dataset(dataset))))
+    local = run_learner(step, data.per_replica)
     applied = before - flat_weights(model)
     replicas = tuple(
         tuple(np.asarray(g, np.float64) for g in grads)
@@ -183,74 +183,6 @@ def _clipping_run(clip, strategy, model_fn, batch, clip_norm, loss):
     )
     rtol = Precision.of(reference, None, None).rtol
     return _Clipped(norm, clip_norm, applied, wanted, replicas, rtol)
-
-
-def learner_structures(data, what: str):
-    """``x`` and ``y`` of ``(x, y)``: arrays, or a model's dict or tuple of arrays.
-
-    Every array must hold the same examples (its first axis); lists of arrays become tuples.
-
-    Example:
-        >>> x = {"a": np.ones((2, 3)), "b": np.ones((2, 1))}
-        >>> x, y = learner_structures((x, [1, 2]), "data")
-        >>> sorted(x), y.shape
-        (['a', 'b'], (2,))
-    """
-    if not isinstance(data, tuple | list) or len(data) != 2 or not any(map(_nested, data)):
-        return learner_data(data, what)
-    import tensorflow as tf
-
-    x, y = (_arrays(part) for part in data)
-    lengths = [len(a) if a.ndim else 0 for a in tf.nest.flatten((x, y))]
-    if len(set(lengths)) != 1 or not lengths[0]:
-        refuse(
-            what,
-            must="(x, y) whose arrays hold the same examples, along their first axis",
-            got=f"arrays of {', '.join(map(str, lengths))} examples",
-            write=f"{what}=(x, y) with every array of x and y cut to the same n examples",
-            error=ValueError,
-        )
-    return x, y
-
-
-def _nested(part) -> bool:
-    """Whether ``part`` is a model's several inputs or outputs (a dict, or a list of arrays)."""
-    if isinstance(part, dict):
-        return True
-    return (
-        isinstance(part, list | tuple)
-        and bool(part)
-        and all(hasattr(a, "shape") or isinstance(a, dict) for a in part)
-    )
-
-
-def _arrays(part):
-    """``part`` with each of its arrays (a list of numbers too) as NumPy, its lists as tuples."""
-    if isinstance(part, dict):
-        return {key: _arrays(value) for key, value in part.items()}
-    if _nested(part):
-        return tuple(_arrays(value) for value in part)
-    return np.asarray(part)
-
-
-def examples(x) -> int:
-    """The examples ``x`` holds (of its first array, when it is a dict or tuple).
-
-    Example:
-        >>> examples({"a": np.ones((5, 2))})
-        5
-    """
-    import tensorflow as tf
-
-    return len(tf.nest.flatten(x)[0])
-
-
-def mean_gradient(tf, model, loss_fn, x, y) -> np.ndarray:
-    """The gradient of the mean per-example loss (summed over outputs), as one float64 vector."""
-    with tf.GradientTape() as tape:
-        mean = tf.reduce_mean(per_example_values(tf, loss_fn, y, model(x, training=True)))
-    gradients = tape.gradient(mean, model.trainable_variables)
-    return flat_float64([np.asarray(g, np.float64) for g in gradients])
 
 
 def precision_words(rtol: float) -> str:

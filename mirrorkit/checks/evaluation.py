@@ -14,10 +14,10 @@ from collections.abc import Callable
 import numpy as np
 
 from mirrorkit._validate import describe, refuse, require_count, require_strategy
+from mirrorkit.checks._learner_data import examples, learner_structures
 from mirrorkit.checks._learner_runs import learner_error, literal_numbers
 from mirrorkit.checks._splits import Precision
 from mirrorkit.checks._steps import per_example_values
-from mirrorkit.checks.clipping import examples, learner_structures
 from mirrorkit.checks.equivalence import resolve_loss
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 
