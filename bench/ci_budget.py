@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from bookbuild.checks import DURATIONS, test_files  # noqa: E402
 from bookbuild.timing import (  # noqa: E402
     RESERVED,
+    SETTLED,
     WALL_ALLOWANCE,
     budget_report,
     cpu_floor,
@@ -59,7 +60,9 @@ def main(argv: list[str]) -> int:
     print(text)
     if floor := cpu_floor(times):
         print(f"\n{floor}")
-    print(f"\nthe wall-time allowance ({WALL_ALLOWANCE / 60:.0f} min) keeps room for:")
+    settled = ", ".join(f"{work} {minutes} min" for work, minutes in SETTLED.items())
+    print(f"\nthe wall-time allowance ({WALL_ALLOWANCE / 60:.1f} min) includes {settled}")
+    print("and keeps room for:")
     for work, minutes in RESERVED.items():
         print(f"  {minutes:4} min  {work}")
     print(f"  {sum(RESERVED.values()) + WALL_ALLOWANCE / 60:4} min  in all (the promise: 35)")

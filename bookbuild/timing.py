@@ -47,7 +47,7 @@ ALLOWANCES = {
     ("reference", "lint"): 30,
     ("reference", "build"): 240,
     ("reference", "doctests"): 60,
-    ("reference", "unit tests"): 780,  # with the real Slurm (test_slurm_job.py)
+    ("reference", "unit tests"): 860,  # with the real Slurm (test_slurm_job.py); +80: issue 48
     ("reference", "chapters"): 220,
     ("reference", "grading"): 720,
     ("reference", "browser"): 290,  # with the browser lab site (test_lite_site.py, ~105 s)
@@ -64,7 +64,7 @@ ALLOWANCES = {
     ("hosted", "set-up"): 300,
     ("hosted", "hosted execution"): 600,
     ("hosted", "doctests"): 60,
-    ("hosted", "unit tests"): 660,
+    ("hosted", "unit tests"): 740,  # +80: issue 48's model-shape matrix
     ("hosted", "chapters"): 80,
 }
 # Wall seconds each job's stages (all parts of a kind together) took in the last full run on
@@ -97,13 +97,18 @@ EXPECTED = {
     ("hosted", "unit tests"): 2875,
 }
 CI_CORES = 2  # CI's machine: the stages' CPU seconds over this bound its wall time below
-WALL_ALLOWANCE = int(26.5 * 60)  # seconds; with RESERVED, the README's promise of 35 minutes
 # Minutes of wall time kept free for the issues filed beside the time budget (35 - 26.5 =
 # 8.5), one item each: each of those issues fits its tests into its item and moves it into
-# ALLOWANCES.
+# SETTLED (and its stages' seconds into ALLOWANCES), which WALL_ALLOWANCE then includes.
+SETTLED = {
+    # tests/test_model_matrix.py with tests/bookbuild/test_apiref.py: 187 CPU s per job on
+    # CI's kind of machine on 2026-11-29 (3.1 times the reference's), so about 60 s per job
+    # here, in the reference and hosted jobs' unit tests side by side.
+    "your own code: API reference and model-shape matrix (issue 48)": 1.5,
+}
+WALL_ALLOWANCE = int((26.5 + sum(SETTLED.values())) * 60)  # seconds; with RESERVED, 35 minutes
 RESERVED = {
     "grading in separate processes (issue 47)": 2.5,
-    "your own code: API reference and model-shape matrix (issue 48)": 1.5,
     "faults, third round (issue 49)": 1.0,
     "GPU truth: claims and word counts (issue 50)": 0.5,
     "browser labs that check answers (issue 51)": 1.5,
