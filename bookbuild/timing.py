@@ -343,7 +343,7 @@ def budget_report(times: dict) -> tuple[str, bool]:
         >>> print(text)
         job        stage  cpu s  seconds  allowance
         reference  lint       9       12         30
-        wall time             9     1900       1590  OVER
+        wall time             9     1900       1680  OVER
         >>> within
         False
     """
