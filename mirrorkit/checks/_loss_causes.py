@@ -237,9 +237,17 @@ def diagnose(
     if precision.mixed:
         head = f"{head[:-2]} ({precision.words()}). "
     if not explained:
-        return OTHER, head + (
-            "It is not a rescaling of the right gradient: check that compute_loss uses the "
-            f"loss meant here, {_loss_name(loss)}, on the predictions model(x, training=True)."
+        size = f"its norm is {number(ratio)}x the single-device one's"
+        if precision.mixed:
+            size += f", {precision.words()}"
+        return OTHER, (
+            f"The distributed gradient points another way than the single-device one ({size}): "
+            "it is not a rescaling of the right gradient, so the loss itself differs. Check "
+            f"that compute_loss uses the loss meant here, {_loss_name(loss)}, on the "
+            "predictions model(x, training=True), plus only the model's own regularization "
+            "(model.losses). A term added by hand, such as a penalty on the weights, is not in "
+            "the single-device loss: put it in the model (kernel_regularizer=..., or "
+            "self.add_loss) so that both sides count it."
         )
     data_cause, data_message = _data_cause(example_weights, sizes, b, good_pattern(loss))
     if data_cause != RIGHT:

@@ -240,6 +240,20 @@ def test_a_different_loss_is_not_a_rescaling(strategy):
     assert "not a rescaling" in report.message
 
 
+def test_a_penalty_added_by_hand_is_told_to_move_into_the_model(strategy):
+    """A weight penalty written in compute_loss is in no single-device reference: say where."""
+
+    def with_penalty(model, x, y):
+        per_example = PER_EXAMPLE(y, model(x, training=True))
+        penalty = 0.01 * tf.add_n([tf.reduce_sum(w**2) for w in model.trainable_weights])
+        return tf.nn.compute_average_loss(per_example, global_batch_size=8) + penalty
+
+    report = check(strategy, with_penalty, 8)
+    assert report.cause == eq.OTHER and not report.equivalent
+    assert report.message.startswith("The distributed gradient points another way"), report
+    assert "A term added by hand" in report.message and "kernel_regularizer" in report.message
+
+
 def test_keras_loss_is_divided_by_replicas_in_cross_replica_context_too(strategy):
     y, prediction = tf.ones((4, 1)), tf.zeros((4, 1))
     assert float(KERAS_DEFAULT(y, prediction)) == 1.0
