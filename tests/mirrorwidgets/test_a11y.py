@@ -87,7 +87,7 @@ def test_charts_have_a_table_twin():
 
 
 _TWIN = re.compile(
-    r'<details class="mw-twin"><summary>([^<]*)</summary><table class="mw-table">'
+    r'<details class="mw-twin"(?: open)?><summary>([^<]*)</summary><table class="mw-table">'
     r"<thead><tr>(.*?)</tr></thead><tbody>(.*?)</tbody></table></details>",
     re.S,
 )

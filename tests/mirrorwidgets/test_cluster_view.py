@@ -244,7 +244,8 @@ def test_one_loss_line_per_worker_that_reported_a_loss():
     }
     assert_lines_twin(html, drawn)  # the chart's points, as tables, in the snapshot
     view.flush()  # the live chart redraws at most every plot_interval seconds
-    assert_lines_twin(view._plot.value, drawn)  # and in the live view
+    view._twin.shown = True  # and in the live view, behind its toggle button
+    assert_lines_twin(view._twin.tables.value, drawn)
     assert html.count('<svg class="mw-cluster-loss"') == 1
     lines = _loss_lines(html)
     assert list(lines) == ["worker 0 (chief)", "worker 1", "worker 3"]
@@ -478,7 +479,8 @@ def test_throttled_updates_never_lose_the_final_state():
     assert view._plot.value.startswith('<svg class="mw-cluster-loss"')  # the final chart, too
     assert view._plot.layout.display is None
     final = [(step, 1.0 / step) for step in range(1, 201)]
-    assert_lines_twin(view._plot.value, {"worker 0 (chief)": final})  # and its tables
+    view._twin.shown = True
+    assert_lines_twin(view._twin.tables.value, {"worker 0 (chief)": final})  # and its tables
 
 
 def test_default_throttle_skips_most_of_a_fast_burst():

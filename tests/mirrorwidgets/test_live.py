@@ -173,8 +173,30 @@ def test_view_records_per_replica_values(strategy):
     view.record(7, strategy.run(lambda: tf.constant(0.5)))
     view.refresh_plot()
     lines = {f"replica {i}": [(5, float(i)), (6, float(i)), (7, 0.5)] for i in range(4)}
-    for markup in (view._plot.value, view.snapshot_html()):
+    view._twin.shown = True  # the live view's tables: behind a toggle button
+    for markup in (view._twin.tables.value, view.snapshot_html()):
         assert_lines_twin(markup, lines)
+
+
+def test_the_live_charts_tables_stay_shown_across_redraws(strategy):
+    """A <details> in a redrawn HTML widget closed at each redraw: the state is the kernel's."""
+    view = LiveTrainingView(plot_interval=0)
+    view.record(1, strategy.run(lambda: tf.constant(1.0)))
+    view.refresh_plot()
+    twin = view._twin
+    assert twin.layout.display is None and twin.tables.layout.display == "none"
+    assert twin.toggle.description == "Show the chart as tables"
+    twin.toggle.value = True  # pressed, as a reader would
+    assert twin.tables.layout.display is None
+    assert twin.toggle.description == "Hide the chart's tables"
+    view.record(2, strategy.run(lambda: tf.constant(0.5)))
+    view.refresh_plot()  # a redraw: new numbers, still shown, drawn open
+    assert twin.shown and twin.tables.layout.display is None
+    assert twin.tables.value.count('<details class="mw-twin" open>') == 2
+    assert [r["step"] for r in twin_tables(twin.tables.value)["the chart as a table"]] == ["1", "2"]
+    twin.toggle.value = False
+    view.refresh_plot()
+    assert twin.tables.layout.display == "none"
 
 
 def test_a_long_history_is_thinned_but_keeps_the_last_step():

@@ -212,12 +212,12 @@ def loss_svg(status, max_points: int) -> str:
     return lines_svg(series, css_class=LOSS_CLASS, label=LOSS_LABEL)
 
 
-def loss_chart(status, max_points: int) -> str:
-    """The loss chart (:func:`loss_svg`) followed by its table twins; "" while no loss came."""
+def loss_chart(status, max_points: int) -> tuple[str, str]:
+    """The loss chart (:func:`loss_svg`) and its table twins; "" and "" while no loss came."""
     series = loss_series(status, max_points)
     if not series:
-        return ""
-    return lines_svg(series, css_class=LOSS_CLASS, label=LOSS_LABEL) + lines_twin(series)
+        return "", ""
+    return lines_svg(series, css_class=LOSS_CLASS, label=LOSS_LABEL), lines_twin(series)
 
 
 def loss_figure(status, max_points: int):

@@ -22,6 +22,7 @@ import mirrorkit as mk
 from mirrorkit._validate import refuse
 from mirrorwidgets import _cluster_view_render
 from mirrorwidgets._a11y import ThemedHTML, announce, text_of
+from mirrorwidgets._chart_twin import ChartTwin
 from mirrorwidgets._cluster_view_render import STATE_COLORS
 from mirrorwidgets._render import container
 from mirrorwidgets._snapshot import SnapshotMixin
@@ -115,12 +116,14 @@ class ClusterView(SnapshotMixin, ipywidgets.VBox):
         self._throttle = Throttle(self.min_interval, self.budget)
         self._plotted_at = -float("inf")
         self._svg_cache: tuple[str, str] = ("", "")
-        self._plot_cache: tuple[tuple | None, str] = (None, "")
+        self._plot_cache: tuple[tuple | None, tuple[str, str]] = (None, ("", ""))
         self._header = ThemedHTML()
         self._topology = ThemedHTML()
         self._plot = ThemedHTML(layout=ipywidgets.Layout(display="none"))
+        self._twin = ChartTwin()  # the loss chart's tables, shown or not across redraws
         self._table = ThemedHTML()
-        self.children = [self._header, ipywidgets.HBox([self._topology, self._plot]), self._table]
+        charts = ipywidgets.VBox([self._plot, self._twin])
+        self.children = [self._header, ipywidgets.HBox([self._topology, charts]), self._table]
         try:
             self._set_traits()
             self._draw(plot=True)
@@ -294,8 +297,8 @@ class ClusterView(SnapshotMixin, ipywidgets.VBox):
         dot = _cluster_view_render.graph(status)
         if self._svg_cache[0] != dot.source:  # dot runs only when the drawing changes
             self._svg_cache = (dot.source, _cluster_view_render.svg(dot))
-        chart = self._loss_chart() if plot else ""
-        chart = f"<div>{chart}</div>" if chart else ""
+        svg, twin = self._loss_chart() if plot else ("", "")
+        chart = f"<div>{svg}{twin}</div>" if svg else ""
         return (
             _cluster_view_render.header_html(status, self.title),
             self._svg_cache[1],
@@ -303,7 +306,7 @@ class ClusterView(SnapshotMixin, ipywidgets.VBox):
             chart,
         )
 
-    def _loss_chart(self) -> str:
+    def _loss_chart(self) -> tuple[str, str]:
         key = _cluster_view_render.loss_key(self._status, self.max_points)
         if self._plot_cache[0] != key:
             self._plot_cache = (key, _cluster_view_render.loss_chart(self._status, self.max_points))
@@ -317,10 +320,11 @@ class ClusterView(SnapshotMixin, ipywidgets.VBox):
         announce(self, text_of(header))
         if plot:
             self._plotted_at = time.perf_counter()
-            chart = self._loss_chart()
+            chart, twin = self._loss_chart()
             if chart and self._plot.value != chart:
                 self._plot.value = chart
             self._plot.layout.display = None if chart else "none"
+            self._twin.update(twin)
 
 
 def _worker_count(num_workers) -> int:

@@ -20,6 +20,7 @@ import traitlets
 from mirrorkit._validate import refuse
 from mirrorwidgets import _plot, _values
 from mirrorwidgets._a11y import ThemedHTML, announce, lines_twin
+from mirrorwidgets._chart_twin import ChartTwin
 from mirrorwidgets._lines_chart import Series, lines_svg
 from mirrorwidgets._probe import distributed_probe, probe_examples, probe_function
 from mirrorwidgets._render import FONT, GREY, container, esc
@@ -72,9 +73,10 @@ class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
         self._grid: ReplicaGrid | None = None
         self._grid_box = ipywidgets.VBox()
         self._plot = ThemedHTML()
+        self._twin = ChartTwin()  # the chart's tables, shown or not across redraws
         self._plot_svg = self._plot_twin = ""
         self._plotted_at = -float("inf")
-        self.children = [self._header, self._grid_box, self._plot]
+        self.children = [self._header, self._grid_box, self._plot, self._twin]
 
     _interval = at_least("plot_interval", minimum=0, unit="seconds")
     _points = at_least("max_points", minimum=2, why="a line needs two points")
@@ -180,7 +182,8 @@ class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
         ]
         self._plot_svg = lines_svg(series, css_class="mw-live-loss", label="loss per replica")
         self._plot_twin = lines_twin(series)  # the same points, as tables
-        self._plot.value = self._plot_svg + self._plot_twin
+        self._plot.value = self._plot_svg
+        self._twin.update(self._plot_twin)
 
     def snapshot_html(self) -> str:
         """The view's current state: header, per-replica grid and the last plot, as HTML.
