@@ -1,8 +1,10 @@
 """Build the browser lab site into the HTML book's folder, and link the chapters to it.
 
-The site is JupyterLite's notebook app with its Pyodide kernel. Everything it loads is in its
-own folder: Pyodide's runtime, the wheels its kernel needs, and a package index of the wheels
-the labs install (ipywidgets 8, and the TensorFlow-free mirrorkit and mirrorbook-widgets).
+The site is JupyterLite's notebook app with its Pyodide kernel, and its console, which runs a
+chapter's TensorFlow-free cells in the chapter's page (:mod:`bookbuild.lite.live_cells`).
+Everything it loads is in its own folder: Pyodide's runtime, the wheels its kernel needs, and
+a package index of the wheels the labs install (ipywidgets 8, and the TensorFlow-free
+mirrorkit and mirrorbook-widgets).
 Fetching from PyPI in the browser is switched off, so a package the site lacks fails at once
 instead of reaching for the network. ``jupyter lite build`` itself downloads nothing.
 
@@ -23,6 +25,7 @@ from bookbuild.lite.contents import SITE_FOLDER, write_contents
 from bookbuild.lite.downloads import KERNEL_WHEELS, SITE_WHEELS, pyodide_runtime, wheels
 from bookbuild.lite.launcher import write_launcher
 from bookbuild.lite.links import link_chapter_pages
+from bookbuild.lite.live_cells import add_live_cells
 from bookbuild.lite.pyodide_lock import rewrite_lock
 from bookbuild.lite.wheels import build_wheels
 from bookbuild.manifest import load_manifest
@@ -44,7 +47,8 @@ CONFIG = {
         "exposeAppInBrowser": True,
     },
 }
-APPS = ("notebooks", "tree")  # one notebook per page, and the list of labs
+# One notebook per page, the list of labs, and the console the chapter pages' live cells open.
+APPS = ("notebooks", "tree", "repl")
 # The front-end extensions the site carries, from this environment's JupyterLab extensions:
 # the widgets' manager (jupyterlab_widgets, at the version the site's ipywidgets needs) and
 # the Pyodide kernel. Only these: whatever else the environment holds stays out.
@@ -107,6 +111,7 @@ def build_lite(html_folder: Path | None = None, manifest: dict | None = None) ->
     _favicons(out)
     write_launcher(out)
     link_chapter_pages(html_folder, manifest)
+    add_live_cells(html_folder, manifest["chapters"])
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     say(f"browser labs built: {out} ({len(labs)} labs, {size / 1e6:.0f} MB)")
     return out

@@ -279,3 +279,32 @@ _TIMES = {"ring": [0.001, 0.002]}
 )
 def test_a_lab_chart_refuses_what_it_cannot_draw(refuses, call, error, argument, match):
     refuses(call, error, argument, match)
+
+
+def _live_cells():
+    from bookbuild.lite.live_cells import TAG
+    from bookbuild.manifest import load_manifest
+
+    for chapter in load_manifest()["chapters"]:
+        notebook = nbformat.read(chapter["path"], as_version=4)
+        for index, cell in enumerate(notebook.cells):
+            if cell.cell_type == "code" and TAG in cell.metadata.get("tags", []):
+                yield pytest.param(cell, id=f"{chapter['path'].stem} cell {index}")
+
+
+@pytest.mark.parametrize("cell", list(_live_cells()))
+def test_a_chapter_cell_that_runs_in_the_page_needs_no_tensorflow_and_prints_its_output(cell):
+    """What the page's console runs (bookbuild/lite/live_cells.py) prints what the chapter shows."""
+    import subprocess
+    import sys
+
+    ran = subprocess.run(
+        [sys.executable, "-c", REFUSE + "\n" + cell.source],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert ran.returncode == 0, ran.stderr
+    stored = "".join(o["text"] for o in cell.outputs if o.get("name") == "stdout")
+    assert ran.stdout == stored and stored, (ran.stdout, stored)

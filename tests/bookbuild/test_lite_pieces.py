@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import html
 import io
 import json
+import re
 import tarfile
 
 import pytest
 
-from bookbuild.lite import downloads, links
+from bookbuild.lite import downloads, links, live_cells
 from bookbuild.lite.pyodide_lock import rewrite_lock
 
 
@@ -105,3 +107,30 @@ def test_a_lab_without_its_title_first_is_refused(tmp_path):
     manifest = {"chapters": [chapter]}
     with pytest.raises(SystemExit, match="opens with its title, a markdown cell"):
         write_contents(manifest, tmp_path / "out")
+
+
+def test_each_live_cell_gets_its_console_fold_inside_it_at_its_end():
+    from urllib.parse import parse_qs, urlsplit
+
+    cell = '<div class="cell tag_browser-live tag_x docutils container"><div><pre>{}</pre></div>'
+    page = "<main>" + cell.format("a") + "</div><p>between</p>" + cell.format("b") + "</div></main>"
+    done = live_cells.with_live_cells(page, ["print('a')", "print('b')"])
+    first, second = re.findall(r'src="([^"]+)"', done)
+    for url, source in ((first, "print('a')"), (second, "print('b')")):
+        address = urlsplit(html.unescape(url))
+        assert address.path == "lite/repl/index.html"
+        wanted = {"kernel": ["python"], "code": [live_cells.PRELUDE, source]}
+        assert parse_qs(address.query) == wanted
+    # each fold closes its own cell: after the cell's code, before the cell's </div>
+    assert "<pre>a</pre></div><details" in done and "</details></div><p>between" in done
+    assert done.endswith("</details></div></main>")
+    assert done.count('loading="lazy"') == 2 and done.count("<summary>") == 2
+    assert live_cells.with_live_cells(page, ["print('a')"]) is None  # a cell missing: say so
+
+
+def test_every_chapter_with_a_lab_has_a_cell_that_runs_in_its_page():
+    from bookbuild.lite.contents import chapters_with_labs
+    from bookbuild.manifest import load_manifest
+
+    for chapter in chapters_with_labs(load_manifest()):
+        assert live_cells.live_sources(chapter["path"]), chapter["file"]

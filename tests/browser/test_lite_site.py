@@ -230,3 +230,30 @@ def test_the_sites_own_address_lists_every_lab(site, browser):
         assert {c["browser_lab_path"].name for c in LABS} <= set(names.all_inner_texts())
     finally:
         page.close()
+
+
+def test_a_chapter_cell_runs_in_its_own_page_by_keyboard(site, browser):
+    """A ``browser-live`` cell's fold opens the site's console on it (issue 51, item 4): the
+    console installs mirrorkit from the site and prints what the chapter's stored output says."""
+    import nbformat
+    from playwright.sync_api import expect
+
+    from bookbuild.lite.live_cells import SUMMARY, TAG
+
+    chapter = next(c for c in LABS if c["file"].startswith("02_"))
+    notebook = nbformat.read(chapter["path"], as_version=4)
+    cell = next(c for c in notebook.cells if TAG in c.metadata.get("tags", []))
+    stored = "".join(o["text"] for o in cell.outputs if o.get("name") == "stdout")
+    page = browser.new_page()
+    try:
+        page.goto(f"{site}/{chapter['file'].replace('.ipynb', '.html')}")
+        summary = page.get_by_text(SUMMARY).first
+        summary.focus()
+        page.keyboard.press("Enter")  # a <summary> opens by keyboard; the console loads then
+        console = page.frame_locator("details.mirrorbook-live[open] iframe").first
+        printed = console.locator(".jp-OutputArea-output").filter(has_text=stored.split("\n")[0])
+        expect(printed.first).to_have_text(" ".join(stored.split()), timeout=180_000)
+        assert console.locator(".jp-OutputArea-output[data-mime-type*='stderr']").count() == 0
+        page.screenshot(path=str(ARTIFACTS / "lite_live_cell.png"), full_page=False)
+    finally:
+        page.close()
