@@ -155,6 +155,31 @@ def stage_table(rows: list[dict], *, wall: float) -> str:
     return "\n".join(lines)
 
 
+def job_lines(rows: list[dict]) -> str:
+    """The stage table in brief, one line per job: each kind's wall and CPU seconds.
+
+    Printed last by :func:`report`, so that a log cut in its middle (CI shows its head and
+    its tail) still shows where the time went.
+
+    Example:
+        >>> print(job_lines([{"job": "a", "kind": "lint", "seconds": 6.2, "cpu": 9.0},
+        ...                  {"job": "a", "kind": "nbval", "seconds": 90.0}]))
+        a: lint 6/9, nbval 90/-
+    """
+    totals, cpu = _totals(rows), _totals(rows, "cpu")
+    order = {kind: i for i, kind in enumerate(KINDS)}
+    lines = []
+    for job in dict.fromkeys(job for job, _ in totals):
+        kinds = sorted((k for j, k in totals if j == job), key=lambda k: order.get(k, len(KINDS)))
+        cells = [
+            f"{kind} {totals[job, kind]:.0f}/"
+            + (f"{cpu[job, kind]:.0f}" if (job, kind) in cpu else "-")
+            for kind in kinds
+        ]
+        lines.append(f"{job}: " + ", ".join(cells))
+    return "\n".join(lines)
+
+
 def _totals(rows: list[dict], field: str = "seconds") -> dict[tuple[str, str], float]:
     """``field`` per (job, stage kind), the parts of one kind added; rows without it left out."""
     totals: dict[tuple[str, str], float] = {}
@@ -302,6 +327,8 @@ def report(stages: list, *, wall: float, lanes: int, path: Path) -> None:
         (stages side by side: 3 s of stages, 4 CPU s, in 3 s, 0.1 min)
         [dev] the ten slowest tests
         <BLANKLINE>
+        [dev] each job's stages in brief, wall/CPU seconds (last, so that a cut log keeps them)
+        reference: lint 3/4
     """
     from bookbuild.shell import say
 
@@ -322,6 +349,8 @@ def report(stages: list, *, wall: float, lanes: int, path: Path) -> None:
     print(stage_table(rows, wall=wall))
     say("the ten slowest tests")
     print(slowest_table(slowest))
+    say("each job's stages in brief, wall/CPU seconds (last, so that a cut log keeps them)")
+    print(job_lines(rows))
     write_times(path, rows=rows, wall=wall, lanes=lanes, slowest=slowest)
 
 

@@ -13,6 +13,7 @@ from bookbuild.timing import (
     budget_report,
     cpu_floor,
     expected_seconds,
+    job_lines,
     report,
     slowest_tests,
     stage_table,
@@ -133,3 +134,16 @@ def test_the_budget_shows_cpu_seconds_when_measured_and_the_least_wall_time_they
     old = [{k: v for k, v in row.items() if k != "cpu"} for row in stages]  # an older run
     assert "cpu" not in budget_report({"wall": 400.0, "stages": old})[0]
     assert cpu_floor({"stages": old}) == ""
+
+
+def test_the_brief_table_has_a_line_per_job_with_parts_added_and_kinds_in_order():
+    rows = [
+        {"job": "reference", "kind": "unit tests", "seconds": 300.4, "cpu": 190.0},
+        {"job": "reference", "kind": "unit tests", "seconds": 260.0, "cpu": 150.4},
+        {"job": "reference", "kind": "set-up", "seconds": 100.0, "cpu": 60.0},
+        {"job": "hosted", "kind": "hosted execution", "seconds": 50.0},
+    ]
+    assert job_lines(rows).splitlines() == [
+        "reference: set-up 100/60, unit tests 560/340",
+        "hosted: hosted execution 50/-",
+    ]
