@@ -20,8 +20,6 @@ from bookbuild.manifest import NBVAL_MODES
 SANITIZE = ROOT / "tests" / "book" / "nbval_sanitize.cfg"
 # The packages whose docstring examples run as doctests.
 DOCTESTED = ("mirrorkit", "widgets/mirrorwidgets", "bookbuild")
-# What the doctests share with the test suite: one warm process for the session's clusters.
-DOCTEST_PLUGIN = "tests.one_warm_process"
 # The test suite's parts, each run as a stage of its own (one pytest process, or one per
 # shard): a marker expression each. Together they select every test exactly once.
 SUITE_PARTS = {
@@ -72,7 +70,8 @@ def doctest_command(*extra: str) -> list[str]:
 
     Doctests see TensorFlow's default single device; the suite simulates several replicas
     (``tests/conftest.py``), and a process cannot have both. Their local clusters fork from one
-    warm process, as the suite's do (:data:`DOCTEST_PLUGIN`).
+    warm process, as the suite's do (``mirrorkit.cluster._warm.environment_key`` leaves out
+    the variable pytest changes for every test).
 
     Args:
         *extra: More pytest arguments.
@@ -82,9 +81,9 @@ def doctest_command(*extra: str) -> list[str]:
 
     Example:
         >>> doctest_command("-q")[5:]
-        ['-p', 'tests.one_warm_process', '--doctest-modules', 'mirrorkit', 'widgets/mirrorwidgets', 'bookbuild', '-q']
-    """  # noqa: E501
-    return pytest_command("-p", DOCTEST_PLUGIN, "--doctest-modules", *DOCTESTED, *extra)
+        ['--doctest-modules', 'mirrorkit', 'widgets/mirrorwidgets', 'bookbuild', '-q']
+    """
+    return pytest_command("--doctest-modules", *DOCTESTED, *extra)
 
 
 def suite_command(part: str, *, files=("tests",), skip: str = "", extra=()) -> list[str]:

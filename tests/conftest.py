@@ -14,7 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for dev.py (the task runner) and bookbuild/ (the book's logic)
 
 import mirrorkit as mk  # noqa: E402
-from tests.one_warm_process import one_warm_process_across_tests  # noqa: E402, F401
 
 REPLICAS = 4
 

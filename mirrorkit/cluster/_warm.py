@@ -222,15 +222,25 @@ _refused: dict[str, str] = {}  # environment key -> why the warm process could n
 _lock = threading.Lock()
 
 
+# Variables that change while no worker reads them: pytest sets PYTEST_CURRENT_TEST anew for
+# every test, and with it in the key every test's first run started a warm process of its own
+# (TensorFlow imported again, 5 to 9 CPU s) in a test suite, the learner's own included.
+UNREAD = frozenset({"PYTEST_CURRENT_TEST"})
+
+
 def environment_key(env: dict[str, str]) -> str:
-    """A digest of the environment a warm process was started with.
+    """A digest of the environment a warm process was started with, but :data:`UNREAD`.
 
     Example:
         >>> from mirrorkit.cluster._warm import environment_key
         >>> environment_key({"A": "1", "B": "2"}) == environment_key({"B": "2", "A": "1"})
         True
+        >>> environment_key({"A": "1", "PYTEST_CURRENT_TEST": "t.py::x"}) == environment_key(
+        ...     {"A": "1", "PYTEST_CURRENT_TEST": "t.py::y"})
+        True
     """
-    return hashlib.sha256(json.dumps(sorted(env.items())).encode()).hexdigest()
+    kept = sorted((name, value) for name, value in env.items() if name not in UNREAD)
+    return hashlib.sha256(json.dumps(kept).encode()).hexdigest()
 
 
 def start_supervisor(

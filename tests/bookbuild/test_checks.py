@@ -9,7 +9,6 @@ from _pytest.mark.expression import Expression
 
 from bookbuild import ROOT
 from bookbuild.checks import (
-    DOCTEST_PLUGIN,
     DOCTESTED,
     SANITIZE,
     SUITE_PARTS,
@@ -29,8 +28,8 @@ def _chapter(name, nbval, timeout):
 def test_every_package_with_examples_is_doctested_in_its_own_process():
     doctests = doctest_command()
     assert doctests[:5] == pytest_command()
-    # The suite's one-warm-process fixture, as a plugin: not its conftest, not its tests.
-    assert doctests[5:] == ["-p", DOCTEST_PLUGIN, "--doctest-modules", *DOCTESTED]
+    # Not the suite's conftest, nor its tests: the doctests see one device.
+    assert doctests[5:] == ["--doctest-modules", *DOCTESTED]
     assert "tests" not in doctests and "tests/conftest.py" not in doctests
     for package in DOCTESTED:
         assert (ROOT / package / "__init__.py").is_file(), package

@@ -227,3 +227,15 @@ def test_a_started_runtime_refuses_collective_configuration():
         eager_context.context().configure_collective_ops(
             collective_leader="/job:worker/replica:0/task:0"
         )
+
+
+def test_the_variable_pytest_changes_for_every_test_does_not_start_another_warm_process():
+    """No worker reads PYTEST_CURRENT_TEST; with it in the key, every test's first cluster
+    imported TensorFlow again in a new warm process (a learner's test suite too)."""
+    from mirrorkit.cluster import _warm
+
+    base = {"PATH": "/usr/bin", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    first = _warm.environment_key({**base, "PYTEST_CURRENT_TEST": "test_a.py::test_one (call)"})
+    second = _warm.environment_key({**base, "PYTEST_CURRENT_TEST": "test_b.py::test_two (call)"})
+    assert first == second == _warm.environment_key(base)
+    assert _warm.environment_key({**base, "TF_CPP_MIN_LOG_LEVEL": "0"}) != first  # read: kept
