@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookbuild.grading import _verdicts
-from mirrorkit.cluster import _procs
 
 RUNNER = Path(__file__).with_name("_runner.py")
 NOBODY = 65534
@@ -254,6 +253,10 @@ def run_sandboxed(
     Returns:
         The :class:`Outcome`.
     """
+    # Here, not at the top: dev.py imports bookbuild with the standard library alone; grading
+    # runs in the book's environment, where mirrorkit is.
+    from mirrorkit.cluster._procs import die_with_parent
+
     root = os.geteuid() == 0
     result_read, result_write = os.pipe()
     token_read, token_write = os.pipe()
@@ -272,7 +275,7 @@ def run_sandboxed(
         # ... and it ends with the thread that started it, however that ends (a SIGKILL
         # included): the kernel kills unshare, whose --kill-child kills the namespace's
         # first process, which takes every process of the namespace along.
-        preexec_fn=functools.partial(_procs.die_with_parent, os.getpid()),  # noqa: PLW1509
+        preexec_fn=functools.partial(die_with_parent, os.getpid()),  # noqa: PLW1509
     )
     os.close(result_write)
     os.close(token_read)
