@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
@@ -82,7 +81,7 @@ class VirtualHosts:
         self._init = subprocess.Popen(
             [*argv, sys.executable, "-P", __file__, spec],  # -P: not tests/ (its mirrorkit/)
             # The kernel kills unshare when this process ends, and unshare its child, PID 1.
-            preexec_fn=functools.partial(_procs.die_with_parent, os.getpid()),  # noqa: PLW1509
+            preexec_fn=_procs.dies_with_this_process(),  # noqa: PLW1509
             stdout=subprocess.DEVNULL,
             stderr=open(self.folder / "init.log", "w"),  # noqa: SIM115 - the child keeps it
         )

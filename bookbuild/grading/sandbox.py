@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import secrets
@@ -255,7 +254,7 @@ def run_sandboxed(
     """
     # Here, not at the top: dev.py imports bookbuild with the standard library alone; grading
     # runs in the book's environment, where mirrorkit is.
-    from mirrorkit.cluster._procs import die_with_parent
+    from mirrorkit.cluster._procs import dies_with_this_process
 
     root = os.geteuid() == 0
     result_read, result_write = os.pipe()
@@ -275,7 +274,7 @@ def run_sandboxed(
         # ... and it ends with the thread that started it, however that ends (a SIGKILL
         # included): the kernel kills unshare, whose --kill-child kills the namespace's
         # first process, which takes every process of the namespace along.
-        preexec_fn=functools.partial(die_with_parent, os.getpid()),  # noqa: PLW1509
+        preexec_fn=dies_with_this_process(),  # noqa: PLW1509
     )
     os.close(result_write)
     os.close(token_read)

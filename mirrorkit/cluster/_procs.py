@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import queue
 import signal
@@ -23,17 +24,41 @@ def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> bool:
 
     Returns whether the kernel accepted the request (False off Linux).
     """
-    libc_name = ctypes.util.find_library("c")
-    if not libc_name:
-        return False
+    libc = _libc()
     try:
-        libc = ctypes.CDLL(libc_name, use_errno=True)
-        accepted = libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
-    except (OSError, AttributeError):
+        accepted = libc is not None and libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except AttributeError:
         return False
     if os.getppid() != parent_pid:  # the parent ended before the request was made
         os._exit(70)
     return accepted
+
+
+def dies_with_this_process(sig: int = signal.SIGKILL) -> Callable[[], bool]:
+    """A ``preexec_fn`` for ``subprocess.Popen``: the child gets ``sig`` when this process ends.
+
+    (Strictly, when the thread that starts the child ends: start it where it is waited for.)
+    libc is found and loaded here, before the fork, so that between fork and exec the child
+    only makes the ``prctl`` and ``getppid`` calls: no search for libc (which starts
+    processes of its own), no import, in a child forked from a process with threads.
+
+    Example:
+        >>> import subprocess
+        >>> subprocess.run(["true"], preexec_fn=dies_with_this_process()).returncode
+        0
+    """
+    _libc()
+    return functools.partial(die_with_parent, os.getpid(), sig)
+
+
+@functools.cache
+def _libc():
+    """This process's C library (ctypes), or None off Linux and where it cannot be loaded."""
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name, use_errno=True) if name else None
+    except OSError:
+        return None
 
 
 _lasting: tuple[int, queue.Queue, threading.Thread] | None = None  # pid, requests, thread
