@@ -2,8 +2,9 @@
 
 ``x`` and ``y`` are NumPy arrays, or a model's dict or tuple of them; every array holds the
 same examples along its first axis. :func:`one_batch` hands the whole of it to the replicas
-once, as ``strategy.experimental_distribute_dataset`` does, so that a check that runs the
-learner's step several times (with two bounds, or a right and a wrong answer) splits it once.
+once, as ``strategy.experimental_distribute_dataset`` does (``_splits.distributed_batch``, as
+the step checks do), so that a check that runs the learner's step several times (with two
+bounds, or a right and a wrong answer) splits it once.
 
 Example:
     >>> import numpy as np
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mirrorkit._validate import refuse
+from mirrorkit.checks._splits import distributed_batch
 
 
 @dataclass(frozen=True)
@@ -46,9 +48,7 @@ def one_batch(strategy, data, what: str) -> OneBatch:
     import tensorflow as tf
 
     x, y = learner_structures(data, what)
-    size = examples(x)
-    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(size)
-    return OneBatch(x, y, size, next(iter(strategy.experimental_distribute_dataset(dataset))))
+    return OneBatch(x, y, examples(x), distributed_batch(tf, strategy, (x, y), None))
 
 
 def learner_structures(data, what: str):
