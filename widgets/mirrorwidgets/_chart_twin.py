@@ -22,9 +22,10 @@ from __future__ import annotations
 import ipywidgets
 import traitlets
 
+from mirrorwidgets import _plot
 from mirrorwidgets._a11y import ThemedHTML
 
-CLOSED = '<details class="mw-twin">'  # as mirrorwidgets._plot.twin writes it
+OPENED = _plot.TWIN_FOLD.replace(">", " open>")
 SHOW, HIDE = "Show the chart as tables", "Hide the chart's tables"
 
 
@@ -42,7 +43,7 @@ class ChartTwin(ipywidgets.VBox):
         )
         self.toggle.layout.width = "max-content"
         self.tables = ThemedHTML()
-        self._markup = ""
+        self.markup = ""  # the twins as _plot.twin folds them (the snapshot's)
         traitlets.link((self.toggle, "value"), (self, "shown"))
         self.observe(self._draw, names="shown")
         self.children = [self.toggle, self.tables]
@@ -57,14 +58,14 @@ class ChartTwin(ipywidgets.VBox):
             >>> twin.layout.display
             'none'
         """
-        self._markup = markup
+        self.markup = markup
         self._draw()
 
     def _draw(self, change=None) -> None:
-        self.layout.display = None if self._markup else "none"
+        self.layout.display = None if self.markup else "none"
         self.toggle.description = HIDE if self.shown else SHOW
-        self.tables.layout.display = None if self.shown and self._markup else "none"
+        self.tables.layout.display = None if self.shown and self.markup else "none"
         if self.shown:  # hidden tables are not sent: a redraw then costs nothing
-            value = self._markup.replace(CLOSED, '<details class="mw-twin" open>')
+            value = self.markup.replace(_plot.TWIN_FOLD, OPENED)
             if self.tables.value != value:
                 self.tables.value = value

@@ -225,6 +225,7 @@ stroke-width="1.5"/><circle class="mw-s" cx="20.0" cy="5.0" r="2" fill="#000"/>'
 
 
 TWIN_ROWS = 60  # a twin table lists at most about this many rows (every k-th, and the last)
+TWIN_FOLD = '<details class="mw-twin">'  # a twin's fold, closed (a live view opens it: _chart_twin)
 
 
 def twin(summary: str, header: Sequence[str], rows: Sequence[Sequence]) -> str:
@@ -243,7 +244,7 @@ def twin(summary: str, header: Sequence[str], rows: Sequence[Sequence]) -> str:
         for row in thin(list(rows), TWIN_ROWS)
     )
     return (
-        f'<details class="mw-twin"><summary>{esc(summary)}</summary>'
+        f"{TWIN_FOLD}<summary>{esc(summary)}</summary>"
         f'<table class="mw-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
         "</details>"
     )

@@ -74,7 +74,7 @@ class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
         self._grid_box = ipywidgets.VBox()
         self._plot = ThemedHTML()
         self._twin = ChartTwin()  # the chart's tables, shown or not across redraws
-        self._plot_svg = self._plot_twin = ""
+        self._plot_svg = ""
         self._plotted_at = -float("inf")
         self.children = [self._header, self._grid_box, self._plot, self._twin]
 
@@ -181,9 +181,8 @@ class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
             for i, column in enumerate(np.vstack(self.history["loss"]).T)
         ]
         self._plot_svg = lines_svg(series, css_class="mw-live-loss", label="loss per replica")
-        self._plot_twin = lines_twin(series)  # the same points, as tables
         self._plot.value = self._plot_svg
-        self._twin.update(self._plot_twin)
+        self._twin.update(lines_twin(series))  # the same points, as tables
 
     def snapshot_html(self) -> str:
         """The view's current state: header, per-replica grid and the last plot, as HTML.
@@ -200,7 +199,7 @@ class LiveTrainingView(SnapshotMixin, ipywidgets.VBox):
             return container(
                 f"{self._header.value}<div style='color:{GREY}'>no steps yet</div>", "mw-live"
             )
-        chart = f"<div>{self._plot_svg}</div>{self._plot_twin}" if self._plot_svg else ""
+        chart = f"<div>{self._plot_svg}</div>{self._twin.markup}" if self._plot_svg else ""
         return container(self._header.value + self._grid.snapshot_html() + chart, "mw-live")
 
 
