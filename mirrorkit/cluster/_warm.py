@@ -35,6 +35,8 @@ from mirrorkit.cluster import _procs, protocol
 
 #: Seconds the warm process waits for another run before it ends, freeing its memory.
 IDLE_SECONDS = 600.0
+#: Seconds the warm process gets to end its runs and sweep (at most 5 s) once told to end.
+END_SECONDS = 10.0
 
 
 class WarmUnavailable(Exception):
@@ -208,12 +210,19 @@ class WarmProcess:
         return " | ".join(lines[-4:])
 
     def stop(self) -> None:
-        """End the warm process now (its supervisors and their workers with it)."""
+        """End the warm process (its supervisors, their workers and what those started).
+
+        It kills its supervisors and sweeps what they leave once its socket closes; a kill
+        from here in the middle would leave the orphans to no one, so it gets
+        :data:`END_SECONDS` first.
+        """
         with contextlib.suppress(OSError):
             self.channel.close()
-        if self.process.poll() is None:
+        try:
+            self.process.wait(END_SECONDS)
+        except subprocess.TimeoutExpired:
             self.process.kill()
-        self.process.wait()
+            self.process.wait()
         self.log.close()
 
 

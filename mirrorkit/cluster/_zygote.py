@@ -17,23 +17,43 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from functools import partial
+
+
+class _OwnerGone(Exception):
+    """The owner ended (its parent-death SIGTERM) or asked this process to end."""
+
+
+def _owner_gone(*_) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the way out must run to its end
+    raise _OwnerGone
 
 
 def main(owner_pid: str, socket_fd: str, idle_seconds: str) -> None:
     from mirrorkit.cluster import _forked, _procs, _reaper
 
     _forked.name_process(_procs.WARM_NAME)
-    _procs.die_with_parent(int(owner_pid))
+    # The owner's end is a SIGTERM, never a SIGKILL: this process may be between killing a
+    # supervisor and sweeping what it left (the owner's closed socket says so first), and
+    # only the sweep ends those orphans. Every way out goes through _end.
+    signal.signal(signal.SIGTERM, _owner_gone)
+    _procs.die_with_parent(int(owner_pid), signal.SIGTERM)
     _reaper.become_subreaper()  # a killed supervisor's workers, and theirs, come here
-    channel = socket.socket(fileno=int(socket_fd))
-    started = time.perf_counter()
-    _import_everything()
-    problem = _forked.fork_problem()
-    _send(channel, {"ready": round(time.perf_counter() - started, 3), "problem": problem})
-    if problem:
-        os._exit(0)
-    _serve(channel, float(idle_seconds))
+    children: set[int] = set()
+    try:
+        channel = socket.socket(fileno=int(socket_fd))
+        started = time.perf_counter()
+        _import_everything()
+        problem = _forked.fork_problem()
+        _send(channel, {"ready": round(time.perf_counter() - started, 3), "problem": problem})
+        if not problem:
+            _serve(channel, float(idle_seconds), children)
+    except _OwnerGone:
+        pass
+    except BaseException:  # noqa: BLE001 - into the log (the owner reads its tail), then out
+        traceback.print_exc()
+    _end(children)
 
 
 def _import_everything() -> None:
@@ -58,10 +78,9 @@ def _import_everything() -> None:
     gc.freeze()
 
 
-def _serve(channel: socket.socket, idle_seconds: float) -> None:
+def _serve(channel: socket.socket, idle_seconds: float, children: set[int]) -> None:
     from mirrorkit.cluster import _forked, _reaper
 
-    children: set[int] = set()
     last_request = time.monotonic()
     while True:
         readable, _, _ = select.select([channel], [], [], 0.2)
@@ -87,7 +106,14 @@ def _serve(channel: socket.socket, idle_seconds: float) -> None:
                 os.kill(request["pid"], signal.SIGKILL)
         elif not children and time.monotonic() - last_request > idle_seconds:
             break
-    for pid in children:  # their workers follow (parent-death signal)
+
+
+def _end(children: set[int]) -> None:
+    """Kill the supervisors, then sweep what they leave (their workers come here), and exit."""
+    from mirrorkit.cluster import _reaper
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for pid in children:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     _reaper.sweep()
@@ -114,7 +140,7 @@ def _send(channel: socket.socket, message: dict) -> None:
     try:
         channel.send(json.dumps(message).encode())
     except OSError:  # the owner is gone
-        os._exit(0)
+        raise _OwnerGone from None
 
 
 if __name__ == "__main__":

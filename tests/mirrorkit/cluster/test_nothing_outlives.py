@@ -131,6 +131,49 @@ def test_a_killed_owner_takes_what_the_workers_started_along(tmp_path, no_orphan
     assert_gone(escapers(tmp_path, 2))
 
 
+CLOSING_OWNER = textwrap.dedent(
+    """
+    import os, signal, socket, sys
+    sys.path.insert(0, {root!r})
+    import mirrorkit as mk
+    from mirrorkit.cluster import _procs, _reaper, _warm
+    from tests.mirrorkit.cluster.escaper import escape_then_train
+
+    seen = 0
+
+    def on_event(event):
+        global seen
+        seen += event.kind == "step" and event.step == 1
+        if seen == 2:  # end of file first; the parent-death signal once the supervisor is dead
+            supervisor = _reaper.descendants(_warm.current_pid())[0]
+            _warm._current.channel.shutdown(socket.SHUT_RDWR)
+            while _procs.is_running(supervisor):
+                pass
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    mk.LocalCluster(2, echo=False, warm=True).run(
+        escape_then_train, args=({folder!r},), kwargs={{"then": "sleep"}}, on_event=on_event
+    )
+    """
+)
+
+
+def test_an_owner_killed_as_its_socket_closes_takes_what_the_workers_started_along(
+    tmp_path, no_orphans
+):
+    # A dying owner's socket closes before its parent-death signal arrives: the warm
+    # process, woken by the end of file, kills its supervisors, and the signal came in the
+    # middle, before the sweep that ends their workers' orphans (1 CI run; here, 4 of 4 with
+    # the signal sent once the supervisor is dead, as this owner does).
+    script = tmp_path / "owner.py"
+    script.write_text(CLOSING_OWNER.format(root=str(ROOT), folder=str(tmp_path)))
+    owner = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300
+    )
+    assert owner.returncode == -signal.SIGKILL, owner.stderr
+    assert_gone(escapers(tmp_path, 2))
+
+
 TRAIN = textwrap.dedent(
     """
     import sys
