@@ -31,9 +31,10 @@ def escapers(folder: Path, count: int) -> list[int]:
     return pids
 
 
-# Seconds for what a run started to end after the run (a worker's 2 s grace, then the sweep):
-# a bound, not a speed target. 10 s was missed now and then with both cores busy (a killed
-# warm owner's escapers, before and after 2026-11-29's changes alike).
+# Seconds for what a run started to end after the run (a worker's 2 s grace, then a sweep of
+# at most 5 s): a bound, not a speed target. The killed warm owner's escapers that once
+# outlived 10 s and 30 s were never going to end (the warm process's race, fixed): see
+# test_an_owner_killed_as_its_socket_closes_takes_what_the_workers_started_along.
 ENDED_WITHIN = 30.0
 
 
