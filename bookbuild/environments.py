@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,8 @@ from bookbuild.system import (
 
 VENV = ROOT / ".venv"
 VENVS = ROOT / ".venvs"
+TOOLS = VENVS / "tools"
+_tools_lock = threading.Lock()
 PYPROJECTS = (ROOT / "pyproject.toml", ROOT / "widgets" / "pyproject.toml")
 
 # The Pythons both distributions support (their requires-python says the same; a test checks).
@@ -44,7 +47,8 @@ REQUIREMENTS = ROOT / "requirements"
 LOCK = REQUIREMENTS / "lock.txt"
 HOSTED_LOCK = REQUIREMENTS / "colab.txt"
 HOSTED_PYTHON = "3.13"
-UV = "uv==0.13.9"  # makes the lock files; only `dev.py lock` installs it
+# Makes the lock files and installs every environment (.venvs/tools, made with pip).
+UV = "uv==0.13.9"
 OUR_DISTRIBUTIONS = ("mirrorkit", "mirrorbook-widgets")  # installed from this tree, not locked
 
 
@@ -80,6 +84,18 @@ class Env:
         lock = ["-c", self.lock] if constrained and self.lock else []
         run(self.python, "-m", "pip", "install", "--disable-pip-version-check", "-q", *lock, *args)
 
+    def install(self, *args) -> None:
+        """Install into the environment as :meth:`pip` does, following its lock, with uv.
+
+        The environment ends as pip leaves it, every module compiled to bytecode included (a
+        grader's unprivileged process cannot write it later), in about a sixth of pip's CPU
+        seconds: 21 against 124 for the lock on Python 3.12, measured side by side on
+        2026-11-29, downloads included.
+        """
+        lock = ["-c", self.lock] if self.lock else []
+        uv = tool("uv")
+        run(uv, "pip", "install", "-q", "--python", self.python, "--compile-bytecode", *lock, *args)
+
     def dev(self, *args, env: dict | None = None) -> None:
         """Run one of dev.py's tasks with this environment's Python."""
         run(self.python, ROOT / "dev.py", *args, env=env or {})
@@ -110,10 +126,11 @@ def ensure_env(env: Env, *, fresh: bool = False) -> None:
         say(f"creating {env.path.relative_to(ROOT)} with Python {version} ({env.interpreter})")
         run(env.interpreter, "-m", "venv", env.path)
     say(f"installing into {env.path.relative_to(ROOT)} (first run: a few minutes)")
+    install = env.pip if env.path == TOOLS else env.install  # uv itself comes with pip
     if env.lock:
-        env.pip("pip", "setuptools")  # the lock's own versions of the installers first
+        install("pip", "setuptools")  # the lock's own versions of the installers first
     if env.packages:
-        env.pip("--no-build-isolation", *env.packages)
+        install("--no-build-isolation", *env.packages)
     stamp.write_text(digest)
 
 
@@ -127,8 +144,9 @@ def tool(name: str) -> Path:
         >>> tool("uv").name  # doctest: +SKIP
         'uv'
     """
-    env = Env(path=VENVS / "tools", interpreter=Path(sys.executable), lock=None, packages=(UV,))
-    ensure_env(env)
+    env = Env(path=TOOLS, interpreter=Path(sys.executable), lock=None, packages=(UV,))
+    with _tools_lock:  # the test jobs' set-ups run side by side, each asking for uv
+        ensure_env(env)
     return env.bin(name)
 
 

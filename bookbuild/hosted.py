@@ -85,7 +85,7 @@ def hosted_job() -> Job:
         ensure_env(env, fresh=True)  # fresh: the set-up cell must find mirrorkit missing
 
     def test_tools() -> None:  # after the chapters: their set-up cells must find none of it
-        env.pip(*(r for p in PYPROJECTS for r in optional_requirements(p, "book", "test")))
+        env.install(*(r for p in PYPROJECTS for r in optional_requirements(p, "book", "test")))
 
     tools = "set-up of the test tools"
     stages = [

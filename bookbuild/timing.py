@@ -92,6 +92,7 @@ EXPECTED = {
     ("python3.13", "doctests"): 171,
     ("python3.13", "chapters"): 820,
     ("hosted", "set-up"): 143,  # both installs: Colab's packages, then the test tools
+    # (every set-up above was pip's; with uv, from 2026-11-29, a third to a half of it)
     ("hosted", "hosted execution"): 1060,
     ("hosted", "doctests"): 160,
     ("hosted", "unit tests"): 2875,
