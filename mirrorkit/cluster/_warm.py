@@ -218,6 +218,8 @@ class WarmProcess:
         """
         with contextlib.suppress(OSError):
             self.channel.close()
+        if not self.ready.is_set():  # still importing: it has forked nothing to sweep
+            self.process.kill()
         try:
             self.process.wait(END_SECONDS)
         except subprocess.TimeoutExpired:
