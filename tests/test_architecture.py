@@ -440,6 +440,7 @@ BROWSER = [
     "mirrorkit.training.learning_rate_rules",
     "mirrorwidgets._plot",  # the SVG charts of the labs (issue 51): no ipywidgets either
     "mirrorwidgets.lab_charts",
+    "mirrorwidgets._step_timeline_render",  # StepTimeline's bars, for a lab's timeline (issue 51)
 ]
 
 
