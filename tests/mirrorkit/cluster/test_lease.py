@@ -21,6 +21,7 @@ import pytest
 
 from mirrorkit.cluster import _lease
 from tests.mirrorkit.cluster.faults import foreign_lease
+from tests.mirrorkit.cluster.worker_command import start_alone
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -242,21 +243,9 @@ def test_the_worker_command_gives_its_lease_back_when_it_ends(tmp_path, end):
     # Through the real command: its TensorFlow child takes the lease at write_dir; the
     # training function fails (the child's end: the parent's ordinary return). A SIGTERM
     # and a normal end are tried by test_nothing_outlives.py's worker-command test.
-    from mirrorkit.cluster import _procs
-
     folder = tmp_path / "ckpt"
     (tmp_path / "train.py").write_text(TRAIN.format(folder=str(folder), end=end))
-    port = _procs.free_ports(1)[0]
-    config = {"cluster": {"worker": [f"127.0.0.1:{port}"]}, "task": {"type": "worker", "index": 0}}
-    env = {**os.environ, "TF_CONFIG": json.dumps(config), "PYTHONPATH": str(ROOT)}
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "mirrorkit.worker", "train.py:train", "--join-timeout", "60"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    worker = start_alone(tmp_path)
     try:
         assert worker.stdout.readline() == "HOLDING\n", worker.stderr.read()
         holder = lease_of(folder)

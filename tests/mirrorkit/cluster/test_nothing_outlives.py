@@ -7,7 +7,6 @@ the run. It writes its pid to a file; the test checks the pid is gone once the r
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -20,9 +19,10 @@ from pathlib import Path
 import pytest
 
 import mirrorkit as mk
-from mirrorkit.cluster import _lease, _procs
+from mirrorkit.cluster import _lease
 from tests.conftest import CLUSTER_OWNERS, ROOT, wait_gone
 from tests.mirrorkit.cluster.escaper import escape_then_train
+from tests.mirrorkit.cluster.worker_command import start_alone
 
 
 def escapers(folder: Path, count: int) -> list[int]:
@@ -193,21 +193,7 @@ def test_the_worker_command_ends_what_its_worker_started(tmp_path, then):
     (tmp_path / "train.py").write_text(
         TRAIN.format(root=str(ROOT), folder=str(tmp_path), then=then)
     )
-    port = _procs.free_ports(1)[0]
-    env = {
-        **os.environ,
-        "TF_CONFIG": json.dumps(
-            {"cluster": {"worker": [f"127.0.0.1:{port}"]}, "task": {"type": "worker", "index": 0}}
-        ),
-    }
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "mirrorkit.worker", "train.py:train", "--join-timeout", "60"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    worker = start_alone(tmp_path)
     try:
         deadline = time.monotonic() + 90
         while len(list(tmp_path.glob("escaper-0"))) < 1 and worker.poll() is None:
