@@ -29,4 +29,5 @@ BROWSER_MODULES = (
     "mirrorwidgets.all_reduce_stepper",
     "mirrorwidgets.batch_split",
     "mirrorwidgets.lab_charts",
+    "mirrorwidgets.step_timeline",
 )

@@ -258,6 +258,16 @@ def test_lab_5_draws_the_cost_models_times_as_the_synthetic_benchmark_computes_t
     assert chart.svg.count("<polyline") == 4 and "64 replicas" in chart.heading
 
 
+def test_lab_5_draws_chapter_5s_step_timeline_bar_for_bar():
+    _, lab = _charts("05_ring_all_reduce")
+    shown = lab["timeline"]._repr_mimebundle_()["text/html"]
+    nb = nbformat.read(ROOT / "book" / "05_where_the_time_goes.ipynb", as_version=4)
+    html = [o.get("data", {}).get("text/html", "") for c in nb.cells for o in c.get("outputs", ())]
+    (stored,) = [h for h in html if 'class="mw-seg"' in h]  # the chapter's StepTimeline
+    svg = re.compile(r"<svg.*?</svg>", re.S)
+    assert svg.findall(shown) == svg.findall(stored)  # the same bars, point for point
+
+
 _TIMES = {"ring": [0.001, 0.002]}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from mirrorkit import StepPhases as Phases  # the tracer's own record, checked here
+from mirrorkit.measure.step_trace import StepPhases as Phases  # the tracer's record, checked
 from mirrorwidgets._records import (
     check_increasing,
     field,
