@@ -18,6 +18,7 @@ def test_every_task_the_jobs_start_exists(monkeypatch):
     monkeypatch.setattr(hosted, "clone_of_this_tree", lambda target: "git+file:///x@0")
     monkeypatch.setattr(hosted, "check_hosted_setup", lambda folder: None)
     monkeypatch.setattr(Env, "pip", lambda self, *args, **kw: None)
+    monkeypatch.setattr(Env, "install", lambda self, *args, **kw: None)
     jobs = testrun.test_jobs(book_env())
     for stage in [s for job in jobs for s in job.stages or ()]:
         stage.action()
