@@ -24,9 +24,9 @@ def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> bool:
 
     Returns whether the kernel accepted the request (False off Linux).
     """
-    libc = _libc()
+    c = libc()
     try:
-        accepted = libc is not None and libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+        accepted = c is not None and c.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
     except AttributeError:
         return False
     if os.getppid() != parent_pid:  # the parent ended before the request was made
@@ -47,13 +47,14 @@ def dies_with_this_process(sig: int = signal.SIGKILL) -> Callable[[], bool]:
         >>> subprocess.run(["true"], preexec_fn=dies_with_this_process()).returncode
         0
     """
-    _libc()
+    libc()
     return functools.partial(die_with_parent, os.getpid(), sig)
 
 
 @functools.cache
-def _libc():
-    """This process's C library (ctypes), or None off Linux and where it cannot be loaded."""
+def libc():
+    """This process's C library (ctypes), found and loaded once, or None off Linux and where
+    it cannot be loaded: for ``prctl`` here and in :mod:`mirrorkit.cluster._reaper`."""
     name = ctypes.util.find_library("c")
     try:
         return ctypes.CDLL(name, use_errno=True) if name else None

@@ -22,8 +22,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import signal
 import time
@@ -37,12 +35,10 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 def become_subreaper() -> bool:
     """Adopt the orphans of this process's descendants; whether Linux agreed."""
-    name = ctypes.util.find_library("c")
-    if not name:
-        return False
+    c = _procs.libc()
     try:
-        return ctypes.CDLL(name, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
+        return c is not None and c.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except AttributeError:
         return False
 
 
