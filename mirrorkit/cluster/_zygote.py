@@ -22,12 +22,21 @@ from functools import partial
 
 
 class _OwnerGone(Exception):
-    """The owner ended (its parent-death SIGTERM) or asked this process to end."""
+    """A message to the owner could not be sent: it is gone."""
+
+
+_serving = False  # set once this process may fork: from then on, only _end may leave
+_told_to_end = False  # the owner's parent-death SIGTERM came
 
 
 def _owner_gone(*_) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the way out must run to its end
-    raise _OwnerGone
+    """SIGTERM's handler. Before any fork there is nothing to sweep: leave at once. After,
+    only note it: the serving loop sees it within its poll and leaves through _end. (A
+    handler that raised could land anywhere, the sweep included, and cut it short.)"""
+    global _told_to_end
+    if not _serving:
+        os._exit(0)
+    _told_to_end = True
 
 
 def main(owner_pid: str, socket_fd: str, idle_seconds: str) -> None:
@@ -36,16 +45,19 @@ def main(owner_pid: str, socket_fd: str, idle_seconds: str) -> None:
     _forked.name_process(_procs.WARM_NAME)
     # The owner's end is a SIGTERM, never a SIGKILL: this process may be between killing a
     # supervisor and sweeping what it left (the owner's closed socket says so first), and
-    # only the sweep ends those orphans. Every way out goes through _end.
+    # only the sweep ends those orphans. Once it may fork, every way out goes through _end,
+    # which nothing interrupts (the handler only notes the signal).
     signal.signal(signal.SIGTERM, _owner_gone)
     _procs.die_with_parent(int(owner_pid), signal.SIGTERM)
     _reaper.become_subreaper()  # a killed supervisor's workers, and theirs, come here
+    global _serving
     children: set[int] = set()
     try:
         channel = socket.socket(fileno=int(socket_fd))
         started = time.perf_counter()
         _import_everything()
         problem = _forked.fork_problem()
+        _serving = not problem
         _send(channel, {"ready": round(time.perf_counter() - started, 3), "problem": problem})
         if not problem:
             _serve(channel, float(idle_seconds), children)
@@ -82,7 +94,7 @@ def _serve(channel: socket.socket, idle_seconds: float, children: set[int]) -> N
     from mirrorkit.cluster import _forked, _reaper
 
     last_request = time.monotonic()
-    while True:
+    while not _told_to_end:
         readable, _, _ = select.select([channel], [], [], 0.2)
         ended = _reap(children)
         if ended:  # what a killed supervisor left: its workers and what they started
@@ -112,7 +124,6 @@ def _end(children: set[int]) -> None:
     """Kill the supervisors, then sweep what they leave (their workers come here), and exit."""
     from mirrorkit.cluster import _reaper
 
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for pid in children:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
