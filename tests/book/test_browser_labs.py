@@ -265,7 +265,10 @@ def test_lab_5_draws_chapter_5s_step_timeline_bar_for_bar():
     html = [o.get("data", {}).get("text/html", "") for c in nb.cells for o in c.get("outputs", ())]
     (stored,) = [h for h in html if 'class="mw-seg"' in h]  # the chapter's StepTimeline
     svg = re.compile(r"<svg.*?</svg>", re.S)
-    assert svg.findall(shown) == svg.findall(stored)  # the same bars, point for point
+    assert svg.findall(shown) == svg.findall(stored), (  # the same bars, point for point
+        "05_step_phases.json is not the run chapter 5 stores: after executing the chapter in "
+        "place, run tests/book/test_lab_step_phases.py with MIRRORBOOK_WRITE_STEP_PHASES=1"
+    )
 
 
 _TIMES = {"ring": [0.001, 0.002]}

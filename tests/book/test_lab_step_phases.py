@@ -6,14 +6,19 @@ book/step_trace.json. The lab draws them with the same widget, without TensorFlo
 must be the trace's steps exactly, and the reading of a trace must give back the steps of a
 StepTrace it was written from.
 
-To write the file again (after executing chapter 5 in place), run this module's tests with
-MIRRORBOOK_WRITE_STEP_PHASES=1.
+The trace file is not kept in git (.gitignore): executing chapter 5 in place (``dev.py book``)
+writes it, with the chapter's new outputs. Then run this module's tests with
+MIRRORBOOK_WRITE_STEP_PHASES=1 to write the lab's file again. Without the trace (a clean
+clone, CI) the comparison here is skipped; tests/book/test_browser_labs.py still holds the
+lab's bars equal to the chapter's stored ones, which a stale lab file fails.
 """
 
 from __future__ import annotations
 
 import json
 import os
+
+import pytest
 
 from mirrorkit.measure.step_trace import AllReduceSpan, StepPhases, StepTrace
 from tests.conftest import ROOT
@@ -61,6 +66,8 @@ def test_reading_a_trace_gives_back_the_steps_it_was_written_from():
 
 
 def test_the_lab_draws_the_steps_of_the_chapters_trace():
+    if not TRACE.exists():
+        pytest.skip(f"no {TRACE.name}: chapter 5 was not executed in place in this clone")
     trace = json.loads(TRACE.read_text(encoding="utf-8"))
     fresh = {"headline": trace["otherData"]["headline"], "steps": profiled_steps(trace)}
     if os.environ.get("MIRRORBOOK_WRITE_STEP_PHASES"):
