@@ -86,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help=f"seconds each submission may take (default {TIMEOUT:g}: about twice the slowest "
         "right submission seen, 570 s for chapter 8's two runs on a 2-core machine at a load "
-        "of 8 to 12); each exercise also stops after twice the chapter's cell timeout",
+        "of 8 to 12); each exercise also stops after 600 s, or the chapter's cell timeout if "
+        "longer",
     )
     parser.add_argument(
         "--jobs",
