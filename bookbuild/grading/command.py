@@ -18,6 +18,7 @@ from pathlib import Path
 from bookbuild.grading._grader import grade
 from bookbuild.grading._result import Grade
 from bookbuild.grading.batch import TIMEOUT, collect_submissions, grade_all
+from bookbuild.grading.browser_labs import find_lab, grade_lab
 from bookbuild.grading.built_labs import lab_for, locked
 from bookbuild.grading.program import load_program
 from bookbuild.grading.report import grades_table, write_feedback, write_grades_csv
@@ -77,7 +78,10 @@ def _parser() -> argparse.ArgumentParser:
         description="Grade a class's submissions of one chapter: a table, grades.csv and a "
         "feedback file per student (named by the notebook's file name, e.g. ada_lovelace).",
     )
-    parser.add_argument("chapter", help="the chapter: its number, stem or file name")
+    parser.add_argument(
+        "chapter",
+        help="the chapter: its number, stem or file name; or a browser lab, e.g. browser/05",
+    )
     parser.add_argument("paths", nargs="+", type=Path, help="notebooks, or folders of them")
     parser.add_argument(
         "--timeout",
@@ -151,6 +155,8 @@ def grade_command(
     if not known.unisolated and not can_isolate():
         raise SystemExit(NO_SANDBOX)
     submissions = collect_submissions(known.paths)
+    if known.chapter.startswith("browser/"):
+        return _grade_browser_lab(known, submissions, labs)
     (chapter,) = chapters_with_exercises(load_manifest(), [known.chapter])
     lab = lab_for(chapter, labs, build)
     program = load_program(lab.program)
@@ -171,13 +177,31 @@ def grade_command(
         choices=choices,
         grade_one=seeded,
     )
-    print(grades_table(grades))
     stem = Path(chapter["path"]).stem
-    out = known.out or Path(labs) / stem
+    return _report(grades, known.out or Path(labs) / stem, stem)
+
+
+def _grade_browser_lab(known, submissions: list[Path], labs: Path) -> int:
+    """``dev.py grade browser/NN ...``: a browser lab's answers (:mod:`.browser_labs`)."""
+    if known.replicas is not None:
+        raise SystemExit("[dev] a browser lab runs no replicas: leave out --replicas")
+    lab = find_lab(known.chapter)
+
+    def one(_lab, path: Path, *, timeout: float, choices) -> Grade:
+        return grade_lab(lab, path, timeout=timeout, seed=known.seed)
+
+    print(f"[grade] {len(submissions)} submission(s) of browser/{lab.name}, {known.jobs} at once")
+    grades = grade_all(None, submissions, timeout=known.timeout, jobs=known.jobs, grade_one=one)
+    return _report(grades, known.out or Path(labs) / "browser" / lab.stem, lab.stem)
+
+
+def _report(grades: list[Grade], out: Path, name: str) -> int:
+    """Print the table, write grades.csv and the feedback files: 1 if any was not graded."""
+    print(grades_table(grades))
     when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     with locked(Path(out) / ".grades.lock"):
         csv = write_grades_csv(grades, Path(out) / "grades.csv", graded_at=when)
-        feedback = write_feedback(grades, Path(out) / "feedback", stem, when)
+        feedback = write_feedback(grades, Path(out) / "feedback", name, when)
     print(f"[grade] wrote {csv} and {feedback}/<student>.md")
     failed = [g for g in grades if g.status != "graded"]
     if failed:

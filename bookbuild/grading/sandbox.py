@@ -141,19 +141,20 @@ def _mounts(held: list[str]) -> list[str]:
     return lines
 
 
-def _hidden(student: bool, hide, held: list[str]) -> list[str]:
+def _hidden(student: bool, hide, held: list[str], code: bool = True) -> list[str]:
     """Mounts that hide what the run must not read.
 
     The folders named, and for the student's process the repository but for the code it runs
-    (mirrorkit, the widgets, bookbuild and an environment inside it), so the labs, the answer
-    keys and other students' files are gone. A folder that holds what the run needs (the
-    repository in a folder of submissions, say) is covered with only that kept.
+    (mirrorkit, the widgets, bookbuild and an environment inside it; with ``code`` False only
+    the environment), so the labs, the answer keys and other students' files are gone. A
+    folder that holds what the run needs (the repository in a folder of submissions, say) is
+    covered with only that kept.
     """
     lines: list[str] = []
     root = RUNNER.parents[2]
-    code = [root / "mirrorkit", root / "bookbuild", root / "widgets"]
+    ours = [root / "mirrorkit", root / "bookbuild", root / "widgets"] if code else []
     prefixes = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
-    needed = [p for p in (*code, *prefixes) if p.exists()] if student else [root, *prefixes]
+    needed = [p for p in (*ours, *prefixes) if p.exists()] if student else [root, *prefixes]
     tops = [root] if student else []
     for folder in sorted({Path(h).resolve() for h in hide}):
         private = any(folder.is_relative_to(p) for p in PRIVATE)
@@ -167,7 +168,9 @@ def _hidden(student: bool, hide, held: list[str]) -> list[str]:
     return lines
 
 
-def command(root: bool, user_ns: bool = True, *, student: bool = False, hide=()) -> list[str]:
+def command(
+    root: bool, user_ns: bool = True, *, student: bool = False, hide=(), source: str = ""
+) -> list[str]:
     """The command that starts the runner in the sandbox.
 
     Args:
@@ -176,12 +179,14 @@ def command(root: bool, user_ns: bool = True, *, student: bool = False, hide=())
         student: Whether the run is the student's process (grading by export): the
             repository is hidden but for the code it runs.
         hide: Folders the run must not see (the lab's, the submissions').
+        source: A program to run with ``python -c`` instead of the runner; the student's
+            process then sees none of the repository, only the Python environment.
 
     Example:
         >>> command(True)[:3]
         ['unshare', '--net', '--mount']
     """
-    python = [sys.executable, "-I", str(RUNNER)]
+    python = [sys.executable, "-I", *(["-c", source] if source else [str(RUNNER)])]
     if not root and not user_ns:
         return python
     held: list[str] = []  # the places under /run/lock taken so far (_cover)
@@ -189,7 +194,7 @@ def command(root: bool, user_ns: bool = True, *, student: bool = False, hide=())
         mounts = _mounts(held)
     else:
         mounts = [f"mount -t tmpfs -o mode=1777 tmpfs {d}" for d in PRIVATE if Path(d).is_dir()]
-    mounts += _hidden(student, hide, held)
+    mounts += _hidden(student or bool(source), hide, held, code=not source)
     drop = (
         ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs"]
         if root
@@ -238,7 +243,7 @@ def _environment() -> dict:
 
 
 def run_sandboxed(
-    job: dict, timeout: float, exercise_limit: float | None = None, hide=()
+    job: dict, timeout: float, exercise_limit: float | None = None, hide=(), source: str = ""
 ) -> Outcome:
     """Run the runner on one job in the sandbox and read its sealed records.
 
@@ -248,6 +253,7 @@ def run_sandboxed(
         exercise_limit: Seconds one exercise (its answer and its check) may take before the
             sandbox is killed and that exercise charged; None for no limit of its own.
         hide: Folders the run must not see (see :func:`command`).
+        source: A program to run instead of the runner (see :func:`command`).
 
     Returns:
         The :class:`Outcome`.
@@ -263,7 +269,7 @@ def run_sandboxed(
     job = dict(job, result_fd=result_write, token_fd=token_read, own_namespace=isolated)
     started = time.monotonic()
     process = subprocess.Popen(
-        command(root, isolated, student=job.get("mode") == "export", hide=hide),
+        command(root, isolated, student=job.get("mode") == "export", hide=hide, source=source),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
