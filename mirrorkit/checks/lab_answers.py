@@ -1,9 +1,11 @@
 """The browser labs' exercises: each answer a plain function, each check a pure function.
 
 A lab's answer cell (tagged ``lab-answer``) defines one function; its check cell calls
-:func:`check` with it, which runs the answer on the exercise's inputs, compares it with the
-book's own arithmetic and names the mistake when one of the usual ones explains the answer.
-:func:`check_answer` is the same verdict for a grader: ``(answer, inputs)`` in, a
+:func:`check` with it, which runs the answer on the exercise's own inputs, compares it with
+the right results and names the mistake when one of the usual ones explains the answer. The
+page's check reads those results from a table (``_lab_page.PAGE``), so the lab site carries
+no answer key: the arithmetic that makes them (``_lab_exercises``) is not in its wheel.
+:func:`check_answer` is the verdict for a grader: ``(answer, inputs)`` in, a
 :class:`~mirrorkit.checks.result.CheckResult` out, with inputs drawn by :func:`draw_inputs`.
 Nothing here imports TensorFlow or NumPy: the checks run in the reader's browser.
 
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mirrorkit._validate import require_choice, require_count
-from mirrorkit.checks._lab_exercises import EXERCISE_TABLE
+from mirrorkit.checks._lab_page import PAGE
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, raised
 
 
@@ -46,7 +48,27 @@ class Exercise:
     inputs: tuple[tuple, ...]
 
 
-EXERCISES: dict[str, Exercise] = {row[0]: Exercise(*row) for row in EXERCISE_TABLE}
+def __getattr__(name: str):
+    """``EXERCISES``, ``{key: Exercise}``: the answer key, loaded when first asked for.
+
+    Graders and tests ask for it; the lab site's wheel does not hold it.
+    """
+    if name != "EXERCISES":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from mirrorkit.checks._lab_exercises import EXERCISE_TABLE
+
+    exercises = {row[0]: Exercise(*row) for row in EXERCISE_TABLE}
+    globals()["EXERCISES"] = exercises
+    return exercises
+
+
+def _exercises() -> dict[str, Exercise]:
+    return globals().get("EXERCISES") or __getattr__("EXERCISES")
+
+
+def _exercise(key: str) -> Exercise:
+    exercises = _exercises()
+    return exercises[require_choice("key", key, list(exercises))]
 
 
 def _same(got, want) -> bool:
@@ -74,18 +96,52 @@ def check_answer(key: str, answer, inputs) -> CheckResult:
         >>> check_answer("05_ring_all_reduce/ex1", lambda n: 2 * (n - 1), [(3,), (8,)])
         PASS: ring_steps is right on all 2 inputs tried.
     """
-    exercise = EXERCISES[require_choice("key", key, list(EXERCISES))]
+    exercise = _exercise(key)
+    inputs = [tuple(args) for args in inputs]
+    wants = [exercise.right(*args) for args in inputs]
+    wrongs = [(why, [_result(wrong, args) for args in inputs]) for wrong, why in exercise.mistakes]
+    return _verdict(exercise.answer, answer, inputs, wants, wrongs)
+
+
+def _result(function: Callable, args: tuple):
+    """What a usual mistake gives for ``args``; Ellipsis, which no answer matches, if it raises."""
+    try:
+        return function(*args)
+    except Exception:  # noqa: BLE001 - a mistake that has no result here matches nothing
+        return Ellipsis
+
+
+def page_table() -> dict:
+    """The page's check data: per exercise, its inputs, the right results and each mistake's.
+
+    ``_lab_page.PAGE`` holds this table; a test holds the two equal.
+
+    Example:
+        >>> page_table()["05_ring_all_reduce/ex1"]["outputs"][:2]
+        [2, 6]
+    """
+    table = {}
+    for key, exercise in _exercises().items():
+        table[key] = {
+            "answer": exercise.answer,
+            "inputs": [tuple(args) for args in exercise.inputs],
+            "outputs": [exercise.right(*args) for args in exercise.inputs],
+            "mistakes": [
+                (why, [_result(wrong, args) for args in exercise.inputs])
+                for wrong, why in exercise.mistakes
+            ],
+        }
+    return table
+
+
+def _verdict(name: str, answer, inputs: list, wants: list, wrongs: list) -> CheckResult:
+    """Try ``answer`` on each input against the right results and each mistake's."""
     if answer is None or answer is Ellipsis:
         return NOT_ATTEMPTED
     if not callable(answer):
-        return CheckResult(
-            False,
-            f"{exercise.answer} must be a function (def {exercise.answer}(...)), got {answer!r}.",
-        )
-    tried = 0
-    for args in inputs:
-        shown = f"{exercise.answer}({', '.join(repr(a) for a in args)})"
-        want = exercise.right(*args)
+        return CheckResult(False, f"{name} must be a function (def {name}(...)), got {answer!r}.")
+    for k, (args, want) in enumerate(zip(inputs, wants, strict=True)):
+        shown = f"{name}({', '.join(repr(a) for a in args)})"
         try:
             got = _call(answer, args)
         except Exception as error:  # the learner's code: its error is the feedback
@@ -98,12 +154,11 @@ def check_answer(key: str, answer, inputs) -> CheckResult:
             )
         if not _same(got, want):
             why = next(
-                (text for wrong, text in exercise.mistakes if _same(got, wrong(*args))),
+                (text for text, results in wrongs if _same(got, results[k])),
                 "not a mistake this check knows: compare with the lab's cells above.",
             )
             return CheckResult(False, f"{shown} gave {got!r}, not {want!r}: {why}")
-        tried += 1
-    return CheckResult(True, f"{exercise.answer} is right on all {tried} inputs tried.")
+    return CheckResult(True, f"{name} is right on all {len(inputs)} inputs tried.")
 
 
 def check(key: str, answer) -> CheckResult:
@@ -115,7 +170,8 @@ def check(key: str, answer) -> CheckResult:
         >>> check("02_batch_split/ex1", None).passed
         False
     """
-    return check_answer(key, answer, EXERCISES[require_choice("key", key, list(EXERCISES))].inputs)
+    page = PAGE[require_choice("key", key, list(PAGE))]
+    return _verdict(page["answer"], answer, page["inputs"], page["outputs"], page["mistakes"])
 
 
 def draw_inputs(key: str, seed: int, count: int = 8) -> list[tuple]:
@@ -125,7 +181,7 @@ def draw_inputs(key: str, seed: int, count: int = 8) -> list[tuple]:
         >>> draw_inputs("05_ring_all_reduce/ex1", 1, 3) == draw_inputs("05_ring_all_reduce/ex1", 1, 3)
         True
     """  # noqa: E501 - a doctest's line
-    exercise = EXERCISES[require_choice("key", key, list(EXERCISES))]
+    exercise = _exercise(key)
     count = require_count("count", count, maximum=1000, write="count=8")
     generator = random.Random(require_count("seed", seed, minimum=0, write="seed=1"))
     return [exercise.draw(generator) for _ in range(count)]
