@@ -127,7 +127,7 @@ def page_table() -> dict:
             "inputs": [tuple(args) for args in exercise.inputs],
             "outputs": [exercise.right(*args) for args in exercise.inputs],
             "mistakes": [
-                (why, [_result(wrong, args) for args in exercise.inputs])
+                [why, [_result(wrong, args) for args in exercise.inputs]]
                 for wrong, why in exercise.mistakes
             ],
         }

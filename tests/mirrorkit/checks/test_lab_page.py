@@ -4,8 +4,8 @@
 this file with ``MIRRORBOOK_WRITE_LAB_PAGE=1`` to write it again after changing an exercise.
 """
 
+import json
 import os
-import pprint
 from pathlib import Path
 
 from bookbuild.lite.wheels import shipped_files
@@ -18,11 +18,14 @@ PAGE_FILE = Path(_lab_page.__file__)
 def test_the_page_table_is_the_one_the_answer_key_gives():
     table = page_table()
     if os.environ.get("MIRRORBOOK_WRITE_LAB_PAGE") == "1":
-        head = PAGE_FILE.read_text(encoding="utf-8").split("PAGE = ", 1)[0]
-        PAGE_FILE.write_text(head + "PAGE = " + pprint.pformat(table, width=100) + "\n")
+        lines = PAGE_FILE.read_text(encoding="utf-8").splitlines(keepends=True)
+        (k,) = [k for k, line in enumerate(lines) if line.startswith("_TABLE = ")]
+        data = json.dumps(table, sort_keys=True, separators=(",", ":"))
+        lines[k] = f"_TABLE = {data!r}  # noqa: E501\n"
+        PAGE_FILE.write_text("".join(lines), encoding="utf-8")
     assert table == _lab_page.PAGE, (
         "mirrorkit/checks/_lab_page.py is not what the answer key gives: run "
-        "tests/mirrorkit/checks/test_lab_page.py with MIRRORBOOK_WRITE_LAB_PAGE=1, then ruff format"
+        "tests/mirrorkit/checks/test_lab_page.py with MIRRORBOOK_WRITE_LAB_PAGE=1"
     )
 
 
