@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import threading
 import time
 from pathlib import Path
 
 from bookbuild.grading import _by_export
+from bookbuild.grading._ended import ended_how
 from bookbuild.grading._exports import judged_by_export
+from bookbuild.grading._queried import (
+    JUDGED_BY_QUERY,
+    chapter_query,
+    judge_chapter,
+    queried_check,
+    student_runs,
+)
 from bookbuild.grading._result import ExerciseScore, Grade
 from bookbuild.grading.program import load_program
 from bookbuild.grading.sandbox import (
-    ENDED,
     Outcome,
     isolation_note,
     run_sandboxed,
@@ -41,13 +47,10 @@ JUDGED_BESIDE = (
     "judged in the student's process: the checks ran beside the answers (docs/design/"
     "grading.md says what that leaves open)"
 )
+QUERY_LIMIT = 300.0  # seconds a queried exercise's calls may take (TensorFlow's import included)
+NOT_ATTEMPTED_YET = "not attempted yet: replace the ... with your answer and run the cell."
+MISSING_ANSWER = "no answer cell found: keep exactly one answer cell before the exercise's check"
 EXERCISE_LIMIT = 600.0  # seconds one exercise's answer and check may take, at the least
-SIGNALS = {
-    "SIGABRT": " (an abort: native code such as TensorFlow gave up)",
-    "SIGSEGV": " (a crash in native code)",
-    "SIGKILL": " (killed: often the machine ran out of memory)",
-    "SIGBUS": " (a crash in native code)",
-}
 
 
 def draw_choices(program: dict, seed: int | None = None) -> dict:
@@ -109,24 +112,31 @@ def grade(
     choices = choices or draw_choices(program)
     blank = {f"ex{k}": ExerciseScore(0.0, 1.0, "") for k in numbers}
     base = {"student": Path(submission).stem, "submission": Path(submission)}
+    queried = queried_exercises(program)
     judged = JUDGED_BY_EXPORT if judged_by_export(program) else JUDGED_BESIDE
-    base |= {"isolation": f"{_isolation()}; {judged}", "choices": choices}
+    kinds = [judged] if len(queried) < len(numbers) else []
+    kinds += [f"exercise {k} {JUDGED_BY_QUERY}" for k in sorted(queried)]
+    base |= {"isolation": "; ".join([_isolation(), *kinds]), "choices": choices}
     answers, problem = read_answers(Path(submission), numbers)
     if problem:
         return Grade(status="error", scores=blank, detail=problem, **base)
-    cases = {str(k): [[f"ex{k}", answers[k]]] for k in numbers}
+    cases = {str(k): [[f"ex{k}", answers[k]]] for k in numbers if k not in queried}
     folder = Path(lab.program).resolve().parent
     lab_folder = folder.parent if folder.name == "autograder" else folder
     hide = (lab_folder, Path(submission).resolve().parent)
     plan = (program, choices, cases, started + timeout, limit, hide)
     runs = _by_export_runs if judged is JUDGED_BY_EXPORT else _runs
-    verdicts, charged, failure = runs(*plan, timeout)
+    verdicts, charged, failure = runs(*plan, timeout) if cases else ({}, {}, None)
     if failure is not None:
         seconds = round(time.monotonic() - started, 1)
         return Grade(status=failure[0], scores=blank, detail=failure[1], seconds=seconds, **base)
+    asked = _queried_scores(program, queried, answers, choices["seed"], started + timeout, hide)
     seconds = round(time.monotonic() - started, 1)
     scores = {}
     for k in numbers:
+        if k in queried:
+            scores[f"ex{k}"] = asked[k]
+            continue
         failed = [v for v in verdicts.get((f"ex{k}",), []) if not v["passed"]]
         feedback = charged.get(k) or _feedback(failed)
         scores[f"ex{k}"] = ExerciseScore(0.0 if k in charged or failed else 1.0, 1.0, feedback)
@@ -134,12 +144,47 @@ def grade(
     return Grade(status="graded", scores=scores, detail=detail, seconds=seconds, **base)
 
 
+def queried_exercises(program: dict) -> dict[int, str]:
+    """``{exercise: check}`` for the exercises judged by query (:mod:`._queried`)."""
+    steps = [s for s in program["steps"] if s["kind"] == "check"]
+    found = {s["exercise"]: queried_check(s["source"]) for s in steps}
+    return {k: check for k, check in found.items() if check}
+
+
+def _queried_scores(program, queried: dict, answers: dict, seed: int, deadline, hide) -> dict:
+    """Each queried exercise's score: its answer asked in the student's process, judged here."""
+    asks = {s["exercise"]: s["asks"] for s in program["steps"] if s["kind"] == "answer"}
+    exercises, contexts, scores = [], {}, {}
+    for k, check in sorted(queried.items()):
+        if answers.get(k) is None:
+            scores[k] = ExerciseScore(0.0, 1.0, MISSING_ANSWER)
+            continue
+        calls, contexts[k] = chapter_query(check, seed)
+        exercises.append(
+            {"number": k, "source": answers[k], "name": asks[k][0], "inputs": calls}
+            | {"imports": {"tf": "tensorflow", "np": "numpy", "keras": "keras"}}
+        )
+    results, charged = student_runs(exercises, deadline, QUERY_LIMIT, hide)
+    for k in contexts:
+        result = results.get(k) or {}
+        if result.get("ellipsis") is True:
+            scores[k] = ExerciseScore(0.0, 1.0, NOT_ATTEMPTED_YET)
+            continue
+        if k in charged or "outputs" not in result:
+            why = charged.get(k) or str(result.get("failed", "no results came back"))[:500]
+            scores[k] = ExerciseScore(0.0, 1.0, why)
+            continue
+        passed, feedback = judge_chapter(queried[k], contexts[k], result["outputs"])
+        scores[k] = ExerciseScore(1.0 if passed else 0.0, 1.0, feedback)
+    return scores
+
+
 def _runs(program, choices, cases, deadline, limit, hide, timeout):
     """Each replica count's runs, checks beside the answers: (verdicts, charged, failure)."""
     charged: dict[int, str] = {}  # an exercise that ended its run: why
     verdicts: dict = {}
     for run, replicas in enumerate(choices["replicas"]):
-        remaining = [k for k in program["exercises"] if k not in charged]
+        remaining = [k for k in program["exercises"] if str(k) in cases and k not in charged]
         while remaining:
             job = _job(program, run, replicas, choices["seed"], cases, remaining)
             status, detail, found, culprit = _one_run(job, deadline, timeout, limit, hide)
@@ -163,7 +208,7 @@ def _by_export_runs(program, choices, cases, deadline, limit, hide, timeout):
     charged: dict[int, str] = {}
     verdicts: dict = {}
     for run, replicas in enumerate(choices["replicas"]):
-        remaining = [k for k in program["exercises"] if k not in charged]
+        remaining = [k for k in program["exercises"] if str(k) in cases and k not in charged]
         job = _job(program, run, replicas, choices["seed"], cases, remaining)
         exports, more, failure = _by_export.student_side(job, deadline, limit, _culprit, hide)
         if failure is not None:
@@ -213,29 +258,6 @@ def _culprit(outcome: Outcome | None, status: str, limit: float | None):
     if outcome.timed_out or not outcome.problem:
         return None  # the submission's time ran out, or a sealed error that is not its doing
     return number, f"the run ended while exercise {number} ran: {ended_how(outcome.log)}"
-
-
-def ended_how(log: str) -> str:
-    """How the sandboxed runner ended, from its shell's last word (never another log line).
-
-    Example:
-        >>> ended_how("noise\\n" + ENDED + "134\\n")
-        'killed by SIGABRT (an abort: native code such as TensorFlow gave up)'
-        >>> ended_how(ENDED + "0")
-        'it exited with status 0 before its check finished (os._exit or the like)'
-    """
-    said = [line for line in log.splitlines() if line.startswith(ENDED)]
-    code = said[-1][len(ENDED) :].strip() if said else ""
-    if not code.isdigit():
-        return "it stopped without saying how (its process was killed from outside)"
-    status = int(code)
-    if status > 128:
-        try:
-            name = signal.Signals(status - 128).name
-        except ValueError:
-            name = f"signal {status - 128}"
-        return f"killed by {name}{SIGNALS.get(name, '')}"
-    return f"it exited with status {status} before its check finished (os._exit or the like)"
 
 
 def _job(program: dict, run: int, replicas: int, seed: int, cases: dict, only=None) -> dict:
@@ -308,9 +330,15 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
         RuntimeError: If a run could not grade (a chapter cell failed, a timeout, tampering).
     """
     program = load_program(lab.program)
+    queried = queried_exercises(program)
     jobs_cases: dict = {}
     for index, (exercise, _, code) in enumerate(cases):
-        jobs_cases.setdefault(str(exercise), []).append([index, code])
+        if exercise not in queried:
+            jobs_cases.setdefault(str(exercise), []).append([index, code])
+    asked = [(i, case) for i, case in enumerate(cases) if case[0] in queried]
+    scores = _queried_variants(program, queried, asked, choices["seed"]) if asked else {}
+    if not jobs_cases:
+        return [_variant(case, [], scores[i]) for i, case in enumerate(cases)]
     outcomes: list = [None] * len(choices["replicas"])
     problems: list[str] = []
 
@@ -339,20 +367,45 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
         logs = "\n".join(o.log[-3000:] for o in outcomes if o is not None)
         raise RuntimeError(f"{status}: {detail}\n{logs}")
     found = []
-    for index, (exercise, label, _) in enumerate(cases):
+    for index, case in enumerate(cases):
+        if index in scores:
+            found.append(_variant(case, [], scores[index]))
+            continue
         runs = sorted(verdicts[(index,)], key=lambda v: v["run"])
-        failed = [v for v in runs if not v["passed"]]
-        found.append(
-            {
-                "exercise": exercise,
-                "label": label,
-                "passed": not failed,
-                "feedback": _feedback(failed),
-                "runs": [
-                    {"replicas": v["replicas"], "passed": v["passed"], "feedback": v["feedback"]}
-                    | {"seconds": v["seconds"]}
-                    for v in runs
-                ],
-            }
-        )
+        found.append(_variant(case, runs, None))
     return found
+
+
+def _variant(case, runs: list, score: ExerciseScore | None) -> dict:
+    """One variant's result: its runs' verdicts, or its score when judged by query."""
+    exercise, label, _ = case
+    if score is not None:
+        passed = score.points == 1.0
+        return {"exercise": exercise, "label": label, "passed": passed, "feedback": score.feedback}
+    failed = [v for v in runs if not v["passed"]]
+    return {
+        "exercise": exercise,
+        "label": label,
+        "passed": not failed,
+        "feedback": _feedback(failed),
+        "runs": [
+            {"replicas": v["replicas"], "passed": v["passed"], "feedback": v["feedback"]}
+            | {"seconds": v["seconds"]}
+            for v in runs
+        ],
+    }
+
+
+def _queried_variants(program, queried: dict, asked: list, seed: int) -> dict:
+    """The scores of many answers to queried exercises, each graded as its own exercise."""
+    numbered = {index: exercise for index, (exercise, _, _) in asked}
+    answers = {index: code for index, (_, _, code) in asked}
+    as_exercises = dict(program, steps=[])
+    for index, exercise in numbered.items():
+        step = next(
+            s for s in program["steps"] if s["kind"] == "answer" and s["exercise"] == exercise
+        )
+        as_exercises["steps"].append(dict(step, exercise=index))
+    checks = {index: queried[exercise] for index, exercise in numbered.items()}
+    deadline = time.monotonic() + VARIANTS_TIMEOUT
+    return _queried_scores(as_exercises, checks, answers, seed, deadline, ())

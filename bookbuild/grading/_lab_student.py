@@ -1,12 +1,12 @@
-"""The student's process for a browser lab's answers: it runs them and writes what they return.
+"""The student's process for answers judged by query: it runs them and writes what they return.
 
 The grader runs this file's source with ``python -I -c`` in the sandbox, where the
-repository is hidden whole (mirrorkit, whose checks hold the labs' answers, included): it
-reads nothing but the Python environment. The job comes on stdin: each exercise's answer cell,
-the name of the function it defines, and the inputs drawn at grading time. For each input it
-writes the function's result as JSON data (``{"value": ...}``, ``{"raised": "Type: why"}``,
-``{"ellipsis": true}`` or ``{"unreadable": "type"}``), never a verdict: the grader compares
-the results with the answer key itself. Standard library only, on purpose.
+repository is hidden whole (mirrorkit, whose checks hold the answers, included): it reads
+nothing but the Python environment. The job comes on stdin: each exercise's answer cell, the
+name of the function it defines, the modules it may use as the chapter imports them, and the
+calls to make: argument tuples, or ``{"args", "kwargs", "then"}`` where ``then`` are calls on
+what the first call returned. Each result is written as JSON data, never a verdict. Standard
+library only, but for the modules a job names.
 
 Example (what one output line looks like):
     >>> outcome(lambda n: 2 * (n - 1), (3,))
@@ -15,8 +15,10 @@ Example (what one output line looks like):
     {'raised': 'ZeroDivisionError: division by zero'}
 """
 
+import importlib
 import json
 import math
+import numbers
 import os
 import sys
 
@@ -28,10 +30,10 @@ def plain(value, depth: int = 0):
     """``value`` as JSON data (numbers, bools, strings, None, lists), or raise TypeError."""
     if value is None or isinstance(value, bool | str):
         return value
-    if isinstance(value, int):
-        return value if abs(value) < 2**63 else float(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, numbers.Integral):
+        return int(value) if abs(value) < 2**63 else float(value)
+    if isinstance(value, numbers.Real):
+        return float(value) if math.isfinite(value) else repr(float(value))
     if isinstance(value, list | tuple) and depth < MAX_DEPTH:
         return [plain(item, depth + 1) for item in value]
     raise TypeError(type(value).__name__)
@@ -54,18 +56,54 @@ def outcome(function, args: tuple) -> dict:
     return data
 
 
+def decoded(value):
+    """An argument as the job wrote it: ``{"TensorShape": dims}`` and ``{"DType": name}`` are
+    TensorFlow's objects; lists and dicts are decoded inside."""
+    if isinstance(value, dict) and len(value) == 1 and ("TensorShape" in value or "DType" in value):
+        tf = importlib.import_module("tensorflow")
+        if "TensorShape" in value:
+            return tf.TensorShape(value["TensorShape"])
+        return tf.dtypes.as_dtype(value["DType"])
+    if isinstance(value, dict):
+        return {key: decoded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [decoded(item) for item in value]
+    return value
+
+
+def called(function, call) -> dict:
+    """One call's result; with ``then``, the results of the calls on what it returned."""
+    if not isinstance(call, dict):  # an argument tuple
+        return outcome(function, tuple(call))
+    args, kwargs = decoded(call.get("args", [])), decoded(call.get("kwargs", {}))
+    if "then" not in call:
+        return outcome(lambda: function(*args, **kwargs), ())
+    try:
+        made = function(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - the learner's code
+        return {"raised": f"{type(error).__name__}: {error}"[:500]}
+    if not callable(made):
+        return {"returned": type(made).__name__[:80]}
+    return {"calls": [called(made, then) for then in call["then"]]}
+
+
 def answer(exercise: dict) -> dict:
-    """Run one answer cell on its own and call its function on every input."""
+    """Run one answer cell on its own and make every call on the function it defines."""
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     try:
+        for name, module in exercise.get("imports", {}).items():
+            namespace[name] = importlib.import_module(module)
         exec(compile(exercise["source"], f"<your answer to exercise {exercise['number']}>", "exec"),
              namespace)  # fmt: skip
     except Exception as error:  # noqa: BLE001 - the learner's cell
         return {"failed": f"your answer cell raised {type(error).__name__}: {error}"[:500]}
     function = namespace.get(exercise["name"])
+    if function is Ellipsis:
+        return {"ellipsis": True}
     if not callable(function):
-        return {"failed": f"the answer cell defines no function {exercise['name']}"}
-    return {"outputs": [outcome(function, tuple(args)) for args in exercise["inputs"]]}
+        kind = "nothing" if function is None else f"a {type(function).__name__}"
+        return {"failed": f"{exercise['name']} must be a function; the answer cell made it {kind}"}
+    return {"outputs": [called(function, call) for call in exercise["inputs"]]}
 
 
 def main() -> None:

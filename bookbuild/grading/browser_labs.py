@@ -21,12 +21,11 @@ from pathlib import Path
 import nbformat
 
 from bookbuild import ROOT
-from bookbuild.grading._grader import ended_how
+from bookbuild.grading._queried import student_runs
 from bookbuild.grading._result import ExerciseScore, Grade
-from bookbuild.grading.sandbox import isolation_note, run_sandboxed, user_namespaces
+from bookbuild.grading.sandbox import isolation_note, user_namespaces
 
 LABS_FOLDER = ROOT / "book" / "browser"
-STUDENT = Path(__file__).with_name("_lab_student.py")
 EXERCISE_LIMIT = 60.0  # seconds one exercise's calls may take (the right ones take < 0.1 s)
 INPUTS = 12  # inputs drawn per exercise
 ANSWER_TAG = "lab-answer"
@@ -152,7 +151,7 @@ def grade_lab(
         if key in sources
     ]
     hide = (Path(lab).resolve().parent, Path(submission).resolve().parent)
-    results, charged = _student_runs(exercises, started + timeout, exercise_limit, hide)
+    results, charged = student_runs(exercises, started + timeout, exercise_limit, hide)
     scores = {}
     for k, key in enumerate(keys, 1):
         missing = None if key in sources else f"no answer cell for {key}: {HAND_IN}"
@@ -173,6 +172,8 @@ def _verdict(key: str, inputs: list, result, charged: str | None) -> tuple[bool,
         return False, "no results came back for this exercise"
     if "failed" in result:
         return False, str(result["failed"])[:500]
+    if result.get("ellipsis") is True:  # the answer's name is still ...
+        return False, str(check_answer(key, Ellipsis, inputs).message)
     outputs = result.get("outputs")
     if not isinstance(outputs, list) or len(outputs) != len(inputs):
         return False, "its results did not come back whole"
@@ -180,50 +181,6 @@ def _verdict(key: str, inputs: list, result, charged: str | None) -> tuple[bool,
         return False, "its results are not ones the grader reads"
     verdict = check_answer(key, RecordedAnswer(inputs, outputs), inputs)
     return verdict.passed, "" if verdict.passed else str(verdict.message)
-
-
-def _student_runs(exercises: list[dict], deadline: float, limit: float, hide) -> tuple:
-    """Run the student's process until every exercise's results came back or it was charged.
-
-    Returns:
-        ``({exercise: result line}, {exercise: why it scored 0})``.
-    """
-    source = STUDENT.read_text(encoding="utf-8")
-    results: dict[int, dict] = {}
-    charged: dict[int, str] = {}
-    remaining = list(exercises)
-    while remaining:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            charged |= {e["number"]: "grading ran out of time before it ran" for e in remaining}
-            break
-        numbers = {e["number"] for e in remaining}
-        job = {"exercises": remaining, "run": 0}
-        outcome = run_sandboxed(job, left, exercise_limit=limit, hide=hide, source=source)
-        for line in outcome.lines:  # untrusted data: the first result of each exercise counts
-            number = line.get("exercise")
-            if line.get("kind") == "export" and number in numbers and number not in results:
-                results[number] = line
-        missing = [n for n in sorted(numbers) if n not in results]
-        if outcome.timed_out and not outcome.exercise_timed_out:  # the submission's own time
-            charged |= {n: "grading ran out of time before it finished" for n in missing}
-            break
-        culprit = outcome.exercise if outcome.exercise in missing else None
-        if culprit is None:
-            charged |= {n: "its process ended without its results" for n in missing}
-            break
-        charged[culprit] = _why(outcome, culprit, limit)
-        remaining = [e for e in remaining if e["number"] not in results | charged.keys()]
-    return results, charged
-
-
-def _why(outcome, number: int, limit: float) -> str:
-    if outcome.exercise_timed_out:
-        return (
-            f"exercise {number}'s function took longer than {limit:g} s on the inputs "
-            "drawn and was stopped: look for a loop that never ends"
-        )
-    return f"its process ended while exercise {number} ran: {ended_how(outcome.log)}"
 
 
 def _isolation() -> str:

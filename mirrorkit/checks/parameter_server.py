@@ -282,6 +282,9 @@ def shards_for(dims: tuple[int, ...], item_bytes: int, max_shard_bytes: int, max
     return max(1, min(shards, max_shards) if max_shards else shards)
 
 
+_ITEM_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8, "int32": 4, "int64": 8}
+
+
 def _cases(draw: random.Random, limit: int) -> list[tuple[tuple[int, ...], str]]:
     """Shapes and dtypes, sized from ``limit``, in the order that names each mistake first."""
     kib = limit // 1024
@@ -391,7 +394,7 @@ def check_partitioner_for(partitioner_for: Any, *, seed: int | None = None) -> C
         >>> check_partitioner_for(by_workers, seed=3).message.split(":")[1][:30]
         ' it makes one shard per worker'
     """
-    draw = _draw(seed)
+    queries = partitioner_queries(seed)
     if partitioner_for is ...:
         return NOT_ATTEMPTED
     if not callable(partitioner_for):
@@ -400,62 +403,135 @@ def check_partitioner_for(partitioner_for: Any, *, seed: int | None = None) -> C
             f"partitioner_for is a {type(partitioner_for).__name__}: write a function, def "
             "partitioner_for(cluster, max_shard_bytes): ..., that returns a partitioner.",
         )
-    servers, limits = (
-        draw.sample((3, 4, 5), 2),
-        [kib * 1024 for kib in draw.sample(range(8, 41), 2)],
-    )
+    return judge_partitioner_for(queries, [_ask(partitioner_for, query) for query in queries])
+
+
+def partitioner_queries(seed: int | None = None) -> list[dict]:
+    """What the check asks ``partitioner_for``: two drawn clusters, each with its limit and cases.
+
+    Plain data, with no answer in it: a grader sends it to the learner's process, which
+    answers each query as the check's own ``_ask`` does, and judges the answers with
+    :func:`judge_partitioner_for`.
+
+    Example:
+        >>> from mirrorkit.checks.parameter_server import partitioner_queries
+        >>> [sorted(query) for query in partitioner_queries(seed=1)]
+        [['cases', 'cluster', 'limit'], ['cases', 'cluster', 'limit']]
+    """
+    draw = _draw(seed)
+    servers = draw.sample((3, 4, 5), 2)
+    limits = [kib * 1024 for kib in draw.sample(range(8, 41), 2)]
+    queries = []
     for ps, limit in zip(servers, limits, strict=True):
-        verdict = _one_cluster(partitioner_for, draw, ps, limit)
+        workers = draw.choice((6, 7, 8))  # more than the parameter servers, as is usual
+        ports = draw.sample(range(20000, 30000), 1 + workers + ps)
+        addresses = [f"127.0.0.1:{port}" for port in ports]
+        cluster = {"chief": addresses[:1], "worker": addresses[1 : 1 + workers]}
+        cluster["ps"] = addresses[1 + workers :]
+        cases = [[list(dims), dtype] for dims, dtype in _cases(draw, limit)]
+        queries.append({"cluster": cluster, "limit": limit, "cases": cases})
+    return queries
+
+
+def _ask(partitioner_for: Callable, query: dict) -> dict:
+    """The learner's answers to one query, as data (what the learner's process sends back)."""
+    import tensorflow as tf
+
+    try:
+        partitioner = partitioner_for(copy.deepcopy(query["cluster"]), query["limit"])
+    except Exception as error:  # noqa: BLE001 - the learner's code; its error is the answer
+        return {"raised": f"{type(error).__name__}: {error}"}
+    if not callable(partitioner):
+        return {"returned": type(partitioner).__name__}
+    calls = []
+    for dims, dtype in query["cases"]:
+        try:
+            got = partitioner(shape=tf.TensorShape(dims), dtype=tf.dtypes.as_dtype(dtype))
+        except Exception as error:  # noqa: BLE001 - the learner's code
+            calls.append({"raised": f"{type(error).__name__}: {error}"})
+            continue
+        calls.append({"value": _plain(got)})
+    return {"calls": calls}
+
+
+def _plain(got: Any):
+    """A partitioner's answer as data: a list of ints stays one; anything else is its repr."""
+    if isinstance(got, list | tuple) and all(
+        isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in got
+    ):
+        return [int(n) for n in got]
+    return {"repr": repr(got)[:200]}
+
+
+def judge_partitioner_for(queries: list[dict], answers: list) -> CheckResult:
+    """The verdict on the learner's answers to :func:`partitioner_queries` (data only).
+
+    Args:
+        queries: What was asked.
+        answers: One per query, as :func:`_ask` writes them: ``{"calls": [...]}``, or
+            ``{"raised": "Type: why"}`` or ``{"returned": "type"}`` for ``partitioner_for``.
+
+    Returns:
+        A :class:`mirrorkit.CheckResult`.
+    """
+    if not isinstance(answers, list) or len(answers) != len(queries):
+        return CheckResult(False, "the answers did not come back whole.")
+    for query, answer in zip(queries, answers, strict=True):
+        verdict = _one_cluster(query, answer if isinstance(answer, dict) else {})
         if not verdict.passed:
             return verdict
+    (ps1, ps2), (limit1, limit2) = zip(
+        *((len(q["cluster"]["ps"]), q["limit"]) for q in queries), strict=True
+    )
     return CheckResult(
         True,
-        f"for clusters with {servers[0]} and {servers[1]} parameter servers and "
-        f"max_shard_bytes {limits[0]:,} and {limits[1]:,}: the fewest shards of whole rows, "
+        f"for clusters with {ps1} and {ps2} parameter servers and "
+        f"max_shard_bytes {limit1:,} and {limit2:,}: the fewest shards of whole rows, "
         "at most one per parameter server, for every shape and dtype tried.",
     )
 
 
-def _one_cluster(partitioner_for: Callable, draw: random.Random, ps: int, limit: int):
+def _one_cluster(query: dict, answer: dict) -> CheckResult:
     """The verdict for one drawn cluster and limit (the check tries two of each)."""
-    workers = draw.choice((6, 7, 8))  # more than the parameter servers, as is usual
-    ports = draw.sample(range(20000, 30000), 1 + workers + ps)
-    addresses = [f"127.0.0.1:{port}" for port in ports]
-    cluster = {"chief": addresses[:1], "worker": addresses[1 : 1 + workers]}
-    cluster["ps"] = addresses[1 + workers :]
+    ps, limit = len(query["cluster"]["ps"]), query["limit"]
     asked = f"partitioner_for(cluster, {limit}) for a cluster with {ps} parameter servers"
-    try:
-        partitioner = partitioner_for(copy.deepcopy(cluster), limit)
-    except Exception as error:  # noqa: BLE001 - the learner's code; its error is the verdict
-        return CheckResult(False, f"{asked} raised {raised(error)}")
-    if not callable(partitioner):
+    if "raised" in answer:
+        return CheckResult(False, f"{asked} raised {_raised(answer['raised'])}")
+    if "returned" in answer or not isinstance(answer.get("calls"), list):
         return CheckResult(
             False,
-            f"{asked} returned a {type(partitioner).__name__}: return a partitioner, a "
+            f"{asked} returned a {answer.get('returned', 'value')}: return a partitioner, a "
             "function of (shape, dtype) that returns a list, or a "
             "tf.distribute.experimental.partitioners object.",
         )
-    return _partitions_verdict(partitioner, draw, asked, ps, workers, limit)
+    workers = len(query["cluster"]["worker"])
+    return _partitions_verdict(query["cases"], answer["calls"], asked, ps, workers, limit)
 
 
-def _partitions_verdict(partitioner, draw, asked: str, ps: int, workers: int, limit: int):
-    import tensorflow as tf
+def _raised(text: str) -> str:
+    """An error the learner's process reported as ``"Type: why"``, said as :func:`raised` does."""
+    name, _, why = str(text).partition(": ")
+    kind = name if name.isidentifier() and len(name) <= 60 else "Exception"
+    return raised(type(kind, (Exception,), {"__module__": "builtins"})(why))
 
-    answers = []  # (dims, dtype name, item bytes, its answer's first number, the right one)
-    for dims, dtype_name in _cases(draw, limit):
-        dtype = tf.dtypes.as_dtype(dtype_name)
-        size = dtype.size * math.prod(dims)
+
+def _partitions_verdict(cases, calls, asked: str, ps: int, workers: int, limit: int):
+    if len(calls) != len(cases):
+        return CheckResult(False, f"{asked}: its answers did not come back whole.")
+    answers = []  # (dims, item bytes, its answer's first number, the right one, where)
+    for (dims, dtype_name), call in zip(cases, calls, strict=True):
+        dims, item = tuple(dims), _ITEM_BYTES[dtype_name]
+        size = item * math.prod(dims)
         where = f"a variable of shape {dims} {dtype_name} ({size:,} bytes)"
-        wanted = [shards_for(dims, dtype.size, limit, ps)] + [1] * (len(dims) - 1)
-        try:
-            got = partitioner(shape=tf.TensorShape(dims), dtype=dtype)
-        except Exception as error:  # noqa: BLE001 - the learner's code; its error is the verdict
-            return CheckResult(False, f"{asked}, called for {where}, raised {raised(error)}")
+        wanted = [shards_for(dims, item, limit, ps)] + [1] * (len(dims) - 1)
+        if not isinstance(call, dict) or "raised" in call:
+            why = _raised(call.get("raised", "")) if isinstance(call, dict) else "nothing"
+            return CheckResult(False, f"{asked}, called for {where}, raised {why}")
+        got = call.get("value")
         verdict = _layout_verdict(got, wanted, where)
         if verdict is not None:
             return verdict
-        got = [int(n) for n in got]
-        answers.append((dims, dtype.size, got[0], wanted[0], where))
+        answers.append((dims, item, int(got[0]), wanted[0], where))
     wrong = [answer for answer in answers if answer[2] != answer[3]]
     if not wrong:
         return CheckResult(True, f"{asked}: right for every shape and dtype tried.")
@@ -487,9 +563,10 @@ def _layout_verdict(got: Any, wanted: list[int], where: str) -> CheckResult | No
         or not isinstance(got, list | tuple)
         or not all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in got)
     ):
+        shown = got["repr"] if isinstance(got, dict) and "repr" in got else repr(got)
         return CheckResult(
             False,
-            f"for {where} the partitioner returned {got!r}: a partitioner returns a list of "
+            f"for {where} the partitioner returned {shown}: a partitioner returns a list of "
             f"ints, one per axis, the number of shards along each (here {wanted}).",
         )
     if len(got) != len(wanted):
@@ -508,4 +585,10 @@ def _layout_verdict(got: Any, wanted: list[int], where: str) -> CheckResult | No
     return None
 
 
-__all__ = ["check_partitioner_for", "check_run_steps", "shards_for"]
+__all__ = [
+    "check_partitioner_for",
+    "check_run_steps",
+    "judge_partitioner_for",
+    "partitioner_queries",
+    "shards_for",
+]
