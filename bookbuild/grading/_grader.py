@@ -114,7 +114,9 @@ def grade(
     base = {"student": Path(submission).stem, "submission": Path(submission)}
     queried = queried_exercises(program)
     judged = JUDGED_BY_EXPORT if judged_by_export(program) else JUDGED_BESIDE
-    kinds = [judged] if len(queried) < len(numbers) else []
+    others = [str(k) for k in numbers if k not in queried]
+    named = f"exercise{'s' * (len(others) > 1)} {', '.join(others)} " if queried else ""
+    kinds = [named + judged] if others else []
     kinds += [f"exercise {k} {JUDGED_BY_QUERY}" for k in sorted(queried)]
     base |= {"isolation": "; ".join([_isolation(), *kinds]), "choices": choices}
     answers, problem = read_answers(Path(submission), numbers)

@@ -282,3 +282,23 @@ def _save(chapter, part: str, value) -> None:
     saved = json.loads(path.read_text()) if path.exists() else {}
     saved[part] = value
     path.write_text(json.dumps(saved, indent=1))
+
+
+@pytest.mark.grading
+def test_chapter_9_is_graded_beside_and_by_query_in_one_row(labs, tmp_path):
+    from bookbuild.grading import grade
+    from bookbuild.grading.submission import answers_of
+
+    lab = labs["09_the_landscape"]
+    program = json.loads(Path(lab.program).read_text())
+    key = {s["exercise"]: s["solution"] for s in program["steps"] if s["kind"] == "answer"}
+    student = nbformat.read(lab.student, as_version=4)
+    blanks = {source.strip(): k for k, source in answers_of(student, [1, 2]).items()}
+    for cell in student.cells:
+        if cell.cell_type == "code" and cell.source.strip() in blanks:
+            cell.source = key[blanks[cell.source.strip()]]
+    nbformat.write(student, tmp_path / "ada.ipynb")
+    result = grade(lab, tmp_path / "ada.ipynb", timeout=900, choices={"replicas": [4], "seed": 5})
+    assert result.total == (2.0, 2.0), result
+    assert "exercise 1 judged in the student's process" in result.isolation
+    assert "exercise 2 judged by query" in result.isolation
