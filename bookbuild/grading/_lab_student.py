@@ -24,6 +24,7 @@ import sys
 
 MAX_OUTPUT = 16_384  # bytes of one result's JSON; a larger one is "unreadable"
 MAX_DEPTH = 8  # nested lists in a result
+MAX_ITEMS = 4096  # items of one list in a result
 
 
 def plain(value, depth: int = 0):
@@ -34,7 +35,7 @@ def plain(value, depth: int = 0):
         return int(value) if abs(value) < 2**63 else float(value)
     if isinstance(value, numbers.Real):
         return float(value) if math.isfinite(value) else repr(float(value))
-    if isinstance(value, list | tuple) and depth < MAX_DEPTH:
+    if isinstance(value, list | tuple) and depth < MAX_DEPTH and len(value) <= MAX_ITEMS:
         return [plain(item, depth + 1) for item in value]
     raise TypeError(type(value).__name__)
 
@@ -49,9 +50,10 @@ def outcome(function, args: tuple) -> dict:
         return {"ellipsis": True}
     try:
         data = {"value": plain(value)}
-    except (TypeError, RecursionError):
+        size = len(json.dumps(data))
+    except Exception:  # noqa: BLE001 - not plain data, or a number that will not convert
         return {"unreadable": type(value).__name__[:80]}
-    if len(json.dumps(data)) > MAX_OUTPUT:
+    if size > MAX_OUTPUT:
         return {"unreadable": f"a {type(value).__name__} of more than {MAX_OUTPUT} bytes"}
     return data
 

@@ -82,6 +82,8 @@ def test_the_student_process_writes_only_plain_data():
     assert _lab_student.outcome(lambda: deep, ()) == {"unreadable": "list"}
     assert "unreadable" in _lab_student.outcome(lambda: "x" * 100_000, ())
     assert _lab_student.outcome(lambda: ..., ()) == {"ellipsis": True}
+    assert _lab_student.outcome(lambda: 10**400, ()) == {"unreadable": "int"}
+    assert _lab_student.outcome(lambda: list(range(10**6)), ()) == {"unreadable": "list"}
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda path: path.stem)
