@@ -45,6 +45,29 @@ def test_run_steps_on_a_real_cluster_passes_and_two_mistakes_are_named():
     assert "create_per_worker_dataset(dataset_fn)" in result.message, result.message
 
 
+def test_a_chief_that_crashes_in_native_code_is_run_again_once(tmp_path):
+    marker = str(tmp_path / "crashed")
+
+    def crashes_once(coordinator, dataset_fn, step, steps):
+        import os
+        import signal
+
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            os.kill(os.getpid(), signal.SIGSEGV)  # as TensorFlow's own crash would
+        return run_steps(coordinator, dataset_fn, step, steps)
+
+    def always_crashes(coordinator, dataset_fn, step, steps):
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    assert check_run_steps(crashes_once, seed=0).passed
+    result = check_run_steps(always_crashes, seed=0)
+    assert not result.passed and "SIGSEGV" in result.message, result.message
+
+
 WRONG_RUN_STEPS = [
     pytest.param(dict(run_steps=3), None, "run_steps", r"write a function", id="a number"),
     pytest.param(dict(run_steps=[1, 2]), None, "run_steps", r"def run_steps\(", id="a list"),
