@@ -23,10 +23,8 @@ from .checks.input_preview import (
     preview_input as preview_input,
 )
 from .checks.loss_step import check_loss_step as check_loss_step
-from .checks.parameter_server import (
-    check_partitioner_for as check_partitioner_for,
-    check_run_steps as check_run_steps,
-)
+from .checks.parameter_server import check_run_steps as check_run_steps
+from .checks.partitioner import check_partitioner_for as check_partitioner_for
 from .checks.replica_values import (
     check_all_reduced as check_all_reduced,
     check_mirrored as check_mirrored,

@@ -43,7 +43,7 @@ def chapter_query(check: str, seed: int) -> tuple[list[dict], object]:
         >>> len(calls) == len(queries) == 2 and sorted(calls[0]) == ["args", "then"]
         True
     """
-    from mirrorkit.checks.parameter_server import partitioner_queries
+    from mirrorkit.checks.partitioner import partitioner_queries
 
     if check != "check_partitioner_for":
         raise ValueError(f"no query for {check}")
@@ -63,7 +63,7 @@ def chapter_query(check: str, seed: int) -> tuple[list[dict], object]:
 
 def judge_chapter(check: str, queries, outputs: list) -> tuple[bool, str]:
     """(passed, feedback) of a chapter exercise from its recorded results."""
-    from mirrorkit.checks.parameter_server import judge_partitioner_for
+    from mirrorkit.checks.partitioner import judge_partitioner_for
 
     answers = [_partitioner_answer(output) for output in outputs]
     verdict = judge_partitioner_for(queries, answers)

@@ -12,8 +12,8 @@
 * :mod:`~mirrorkit.checks.evaluation`: does an evaluation loop average over every example?
 * :mod:`~mirrorkit.checks.restore`: does a restore give back the saved model, bit for bit?
 * :mod:`~mirrorkit.checks.cluster_spec`: a parameter-server TF_CONFIG, and a variable partitioner.
-* :mod:`~mirrorkit.checks.parameter_server`: steps scheduled on a parameter-server cluster, and a
-  partitioner made for a given cluster.
+* :mod:`~mirrorkit.checks.parameter_server`: steps scheduled on a parameter-server cluster;
+  :mod:`~mirrorkit.checks.partitioner`: a partitioner made for a given cluster.
 * :mod:`~mirrorkit.checks.accumulation`, :mod:`~mirrorkit.checks.clipping`: gradient
   accumulation and clipping under a strategy.
 * :mod:`~mirrorkit.checks.loss_shares`, :mod:`~mirrorkit.checks.auto_shard`: loss shares and

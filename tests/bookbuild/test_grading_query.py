@@ -17,7 +17,7 @@ from bookbuild.grading._queried import chapter_query, judge_chapter
 from bookbuild.grading.program import write_program
 from bookbuild.labs import chapters_with_exercises
 from bookbuild.manifest import load_manifest
-from mirrorkit.checks.parameter_server import check_partitioner_for
+from mirrorkit.checks.partitioner import check_partitioner_for
 
 _spec = importlib.util.spec_from_file_location(
     "variants_09", ROOT / "tests" / "book" / "variants" / "09_the_landscape.py"
@@ -63,7 +63,7 @@ def test_chapter_9_exercise_2_is_judged_by_query_and_exercise_1_is_not(program):
 def test_answers_through_the_sandbox_are_called_where_mirrorkit_is_not(program):
     right = variants.RIGHT[2][0]
     cheat = (
-        "from mirrorkit.checks.parameter_server import shards_for\n"
+        "from mirrorkit.checks.partitioner import shards_for\n"
         "def partitioner_for(cluster, max_shard_bytes):\n"
         "    return lambda shape, dtype: [shards_for(tuple(shape), dtype.size, "
         "max_shard_bytes, len(cluster['ps']))] + [1] * (len(shape) - 1)\n"

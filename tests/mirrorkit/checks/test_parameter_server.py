@@ -11,7 +11,8 @@ import math
 import pytest
 import tensorflow as tf
 
-from mirrorkit.checks.parameter_server import check_partitioner_for, check_run_steps, shards_for
+from mirrorkit.checks.parameter_server import check_run_steps
+from mirrorkit.checks.partitioner import check_partitioner_for, shards_for
 
 partitioners = tf.distribute.experimental.partitioners
 SEEDS = range(6)  # each seed draws another cluster, limit and set of shapes
