@@ -18,8 +18,6 @@ import secrets
 import time
 from pathlib import Path
 
-import nbformat
-
 from bookbuild import ROOT
 from bookbuild.grading._queried import student_runs
 from bookbuild.grading._result import ExerciseScore, Grade
@@ -88,6 +86,8 @@ def lab_keys(lab: Path) -> list[str]:
         >>> lab_keys(find_lab("browser/02"))
         ['02_batch_split/ex1', '02_batch_split/ex2']
     """
+    import nbformat  # here: dev.py imports this module with the standard library alone
+
     cells = nbformat.read(lab, as_version=4).cells
     return [c.metadata["lab_exercise"] for c in cells if ANSWER_TAG in c.metadata.get("tags", [])]
 
@@ -98,6 +98,8 @@ def answer_cells(submission: Path, keys: list[str]) -> dict[str, str] | str:
     An answer cell is one tagged ``lab-answer``, as the lab has it; its ``lab_exercise`` says
     which exercise it answers (in their order where a copy lost that).
     """
+    import nbformat
+
     try:
         cells = nbformat.read(submission, as_version=4).cells
     except Exception as error:  # noqa: BLE001 - a learner's file
