@@ -55,9 +55,9 @@ class RecordedAnswer:
         if output.get("ellipsis") is True:
             return Ellipsis
         if "raised" in output:
-            name, _, why = str(output["raised"]).partition(": ")
-            kind = name if name.isidentifier() and len(name) <= 60 else "Exception"
-            raise type(kind, (Exception,), {})(why)
+            from mirrorkit.checks.result import recorded_error
+
+            raise recorded_error(output["raised"])
         raise TypeError(f"it returned a {output.get('unreadable', 'value')} the grader cannot read")
 
 

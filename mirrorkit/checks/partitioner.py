@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mirrorkit.checks._draws import draw as _draw
-from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, raised
+from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, raised, recorded_error
 
 
 def shards_for(dims: tuple[int, ...], item_bytes: int, max_shard_bytes: int, max_shards) -> int:
@@ -256,7 +256,8 @@ def _one_cluster(query: dict, answer: dict) -> CheckResult:
     ps, limit = len(query["cluster"]["ps"]), query["limit"]
     asked = f"partitioner_for(cluster, {limit}) for a cluster with {ps} parameter servers"
     if "raised" in answer:
-        return CheckResult(False, f"{asked} raised {_raised(answer['raised'])}")
+        why = raised(recorded_error(answer["raised"]))
+        return CheckResult(False, f"{asked} raised {why}")
     if "returned" in answer or not isinstance(answer.get("calls"), list):
         return CheckResult(
             False,
@@ -266,13 +267,6 @@ def _one_cluster(query: dict, answer: dict) -> CheckResult:
         )
     workers = len(query["cluster"]["worker"])
     return _partitions_verdict(query["cases"], answer["calls"], asked, ps, workers, limit)
-
-
-def _raised(text: str) -> str:
-    """An error the learner's process reported as ``"Type: why"``, said as :func:`raised` does."""
-    name, _, why = str(text).partition(": ")
-    kind = name if name.isidentifier() and len(name) <= 60 else "Exception"
-    return raised(type(kind, (Exception,), {"__module__": "builtins"})(why))
 
 
 def _partitions_verdict(cases, calls, asked: str, ps: int, workers: int, limit: int):
@@ -285,7 +279,8 @@ def _partitions_verdict(cases, calls, asked: str, ps: int, workers: int, limit: 
         where = f"a variable of shape {dims} {dtype_name} ({size:,} bytes)"
         wanted = [shards_for(dims, item, limit, ps)] + [1] * (len(dims) - 1)
         if not isinstance(call, dict) or "raised" in call:
-            why = _raised(call.get("raised", "")) if isinstance(call, dict) else "nothing"
+            report = call.get("raised", "") if isinstance(call, dict) else None
+            why = "nothing" if report is None else raised(recorded_error(report))
             return CheckResult(False, f"{asked}, called for {where}, raised {why}")
         got = call.get("value")
         verdict = _layout_verdict(got, wanted, where)

@@ -79,3 +79,19 @@ def raised(error: BaseException) -> str:
     named = [line.split(": ", 1)[1] for line in lines if re.match(r"\w+(Error|Exception): ", line)]
     line = (named[-1] if named else lines[0] if lines else "no message")[:200]
     return f"{type(error).__name__}: {line}" + ("" if line.endswith(".") else ".")
+
+
+def recorded_error(text: str) -> Exception:
+    """An error another process reported as ``"Type: why"``, rebuilt under that type's name.
+
+    A grader reads such reports as data: a name that is not an identifier (or is longer than
+    60 characters) becomes ``Exception``, and nothing of the reporting process is imported.
+
+    Example:
+        >>> from mirrorkit.checks.result import raised, recorded_error
+        >>> raised(recorded_error("ZeroDivisionError: division by zero"))
+        'ZeroDivisionError: division by zero.'
+    """
+    name, _, why = str(text).partition(": ")
+    kind = name if name.isidentifier() and len(name) <= 60 else "Exception"
+    return type(kind, (Exception,), {"__module__": "builtins"})(why)

@@ -39,7 +39,11 @@ def test_results_read_back_get_the_verdict_the_function_gets(key):
     exercise = EXERCISES[key]
     inputs = draw_inputs(key, seed=11, count=12)
     assert check_answer(key, _recorded(exercise.right, inputs), inputs).passed
-    for wrong, why in exercise.mistakes:
+
+    def boom(*args):
+        raise ZeroDivisionError("division by zero")
+
+    for wrong, why in [*exercise.mistakes, (boom, "an answer that raises")]:
         direct = check_answer(key, wrong, inputs)
         read_back = check_answer(key, _recorded(wrong, inputs), inputs)
         assert (read_back.passed, read_back.message) == (direct.passed, direct.message), why
