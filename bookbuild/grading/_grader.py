@@ -7,7 +7,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import secrets
 import threading
 import time
@@ -25,12 +24,7 @@ from bookbuild.grading._queried import (
 )
 from bookbuild.grading._result import ExerciseScore, Grade
 from bookbuild.grading.program import load_program
-from bookbuild.grading.sandbox import (
-    Outcome,
-    isolation_note,
-    run_sandboxed,
-    user_namespaces,
-)
+from bookbuild.grading.sandbox import Outcome, isolation_here, run_sandboxed
 from bookbuild.grading.submission import read_answers
 
 # Seconds one submission may take (``dev.py grade --timeout``). The slowest right submission
@@ -74,11 +68,6 @@ def draw_choices(program: dict, seed: int | None = None) -> dict:
     return {"replicas": replicas, "seed": secrets.randbelow(2**31) if seed is None else seed}
 
 
-def _isolation() -> str:
-    root = os.geteuid() == 0
-    return isolation_note(root, root or user_namespaces())
-
-
 def grade(
     lab,
     submission: Path,
@@ -118,7 +107,7 @@ def grade(
     named = f"exercise{'s' * (len(others) > 1)} {', '.join(others)} " if queried else ""
     kinds = [named + judged] if others else []
     kinds += [f"exercise {k} {JUDGED_BY_QUERY}" for k in sorted(queried)]
-    base |= {"isolation": "; ".join([_isolation(), *kinds]), "choices": choices}
+    base |= {"isolation": "; ".join([isolation_here(), *kinds]), "choices": choices}
     answers, problem = read_answers(Path(submission), numbers)
     if problem:
         return Grade(status="error", scores=blank, detail=problem, **base)

@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 from bookbuild import ROOT
 from bookbuild.grading._queried import student_runs
 from bookbuild.grading._result import ExerciseScore, Grade
-from bookbuild.grading.sandbox import isolation_note, user_namespaces
+from bookbuild.grading.sandbox import isolation_here
 
 LABS_FOLDER = ROOT / "book" / "browser"
 EXERCISE_LIMIT = 60.0  # seconds one exercise's calls may take (the right ones take < 0.1 s)
@@ -140,7 +139,7 @@ def grade_lab(
         "student": Path(submission).stem,
         "submission": Path(submission),
         "choices": {"seed": seed, "inputs per exercise": INPUTS},
-        "isolation": f"{_isolation()}; {ISOLATION}",
+        "isolation": f"{isolation_here()}; {ISOLATION}",
     }
     sources = answer_cells(Path(submission), keys)
     if isinstance(sources, str):
@@ -183,8 +182,3 @@ def _verdict(key: str, inputs: list, result, charged: str | None) -> tuple[bool,
         return False, "its results are not ones the grader reads"
     verdict = check_answer(key, RecordedAnswer(inputs, outputs), inputs)
     return verdict.passed, "" if verdict.passed else str(verdict.message)
-
-
-def _isolation() -> str:
-    root = os.geteuid() == 0
-    return isolation_note(root, root or user_namespaces())

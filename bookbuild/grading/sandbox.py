@@ -100,6 +100,12 @@ def isolation_note(root: bool, user_ns: bool = True) -> str:
     )
 
 
+def isolation_here() -> str:
+    """:func:`isolation_note` for this process: as root, or in a user namespace if allowed."""
+    root = os.geteuid() == 0
+    return isolation_note(root, root or user_namespaces())
+
+
 def _kept() -> list[Path]:
     """The folders the runner needs (this repository, the environment, the interpreter)."""
     needed = {Path(p).resolve() for p in (RUNNER.parents[2], sys.prefix, sys.base_prefix)}
