@@ -21,8 +21,10 @@ from bookbuild.grading._queried import (
     judge_chapter,
     queried_check,
     student_runs,
+    unjudged,
 )
 from bookbuild.grading._result import ExerciseScore, Grade
+from bookbuild.grading._runner import MISSING
 from bookbuild.grading.program import load_program
 from bookbuild.grading.sandbox import Outcome, isolation_here, run_sandboxed
 from bookbuild.grading.submission import read_answers
@@ -42,8 +44,6 @@ JUDGED_BESIDE = (
     "grading.md says what that leaves open)"
 )
 QUERY_LIMIT = 300.0  # seconds a queried exercise's calls may take (TensorFlow's import included)
-NOT_ATTEMPTED_YET = "not attempted yet: replace the ... with your answer and run the cell."
-MISSING_ANSWER = "no answer cell found: keep exactly one answer cell before the exercise's check"
 EXERCISE_LIMIT = 600.0  # seconds one exercise's answer and check may take, at the least
 
 
@@ -148,7 +148,7 @@ def _queried_scores(program, queried: dict, answers: dict, seed: int, deadline, 
     exercises, contexts, scores = [], {}, {}
     for k, check in sorted(queried.items()):
         if answers.get(k) is None:
-            scores[k] = ExerciseScore(0.0, 1.0, MISSING_ANSWER)
+            scores[k] = ExerciseScore(0.0, 1.0, MISSING)
             continue
         calls, contexts[k] = chapter_query(check, seed)
         exercises.append(
@@ -156,17 +156,12 @@ def _queried_scores(program, queried: dict, answers: dict, seed: int, deadline, 
             | {"imports": {"tf": "tensorflow", "np": "numpy", "keras": "keras"}}
         )
     results, charged = student_runs(exercises, deadline, QUERY_LIMIT, hide)
-    for k in contexts:
-        result = results.get(k) or {}
-        if result.get("ellipsis") is True:
-            scores[k] = ExerciseScore(0.0, 1.0, NOT_ATTEMPTED_YET)
-            continue
-        if k in charged or "outputs" not in result:
-            why = charged.get(k) or str(result.get("failed", "no results came back"))[:500]
-            scores[k] = ExerciseScore(0.0, 1.0, why)
-            continue
-        passed, feedback = judge_chapter(queried[k], contexts[k], result["outputs"])
-        scores[k] = ExerciseScore(1.0 if passed else 0.0, 1.0, feedback)
+    for exercise in exercises:
+        k = exercise["number"]
+        passed, why = False, unjudged(results.get(k), charged.get(k), len(exercise["inputs"]))
+        if why is None:
+            passed, why = judge_chapter(queried[k], contexts[k], results[k]["outputs"])
+        scores[k] = ExerciseScore(1.0 if passed else 0.0, 1.0, why)
     return scores
 
 

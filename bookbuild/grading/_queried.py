@@ -91,6 +91,33 @@ def _partitioner_answer(output) -> dict:
     return {"calls": calls}
 
 
+def unjudged(result, charged: str | None, count: int) -> str | None:
+    """Why an exercise's results cannot be judged (its feedback), or None when they can.
+
+    Example:
+        >>> unjudged({"outputs": [{"value": 1}]}, None, 1) is None
+        True
+        >>> unjudged({"outputs": []}, None, 1)
+        'its results did not come back whole'
+    """
+    if charged:
+        return charged
+    if not isinstance(result, dict):
+        return "no results came back for this exercise"
+    if "failed" in result:
+        return str(result["failed"])[:500]
+    if result.get("ellipsis") is True:  # the answer's name is still ...
+        from mirrorkit.checks.result import NOT_ATTEMPTED
+
+        return NOT_ATTEMPTED.message
+    outputs = result.get("outputs")
+    if not isinstance(outputs, list) or len(outputs) != count:
+        return "its results did not come back whole"
+    if not all(isinstance(output, dict) for output in outputs):
+        return "its results are not ones the grader reads"
+    return None
+
+
 def student_runs(exercises: list[dict], deadline: float, limit: float, hide) -> tuple:
     """Run the student's process until every exercise's results came back or it was charged.
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from bookbuild import ROOT
-from bookbuild.grading._queried import student_runs
+from bookbuild.grading._queried import student_runs, unjudged
 from bookbuild.grading._result import ExerciseScore, Grade
 from bookbuild.grading.sandbox import isolation_here
 
@@ -167,18 +167,8 @@ def _verdict(key: str, inputs: list, result, charged: str | None) -> tuple[bool,
     """(passed, feedback) of one exercise from its recorded results: the key's check, here."""
     from mirrorkit.checks.lab_answers import check_answer
 
-    if charged:
-        return False, charged
-    if not isinstance(result, dict):
-        return False, "no results came back for this exercise"
-    if "failed" in result:
-        return False, str(result["failed"])[:500]
-    if result.get("ellipsis") is True:  # the answer's name is still ...
-        return False, str(check_answer(key, Ellipsis, inputs).message)
-    outputs = result.get("outputs")
-    if not isinstance(outputs, list) or len(outputs) != len(inputs):
-        return False, "its results did not come back whole"
-    if not all(isinstance(o, dict) for o in outputs):
-        return False, "its results are not ones the grader reads"
-    verdict = check_answer(key, RecordedAnswer(inputs, outputs), inputs)
+    why = unjudged(result, charged, len(inputs))
+    if why is not None:
+        return False, why
+    verdict = check_answer(key, RecordedAnswer(inputs, result["outputs"]), inputs)
     return verdict.passed, "" if verdict.passed else str(verdict.message)
