@@ -98,9 +98,14 @@ def check_answer(key: str, answer, inputs) -> CheckResult:
     """
     exercise = _exercise(key)
     inputs = [tuple(args) for args in inputs]
+    return _verdict(exercise.answer, answer, inputs, *_results(exercise, inputs))
+
+
+def _results(exercise: Exercise, inputs: list[tuple]) -> tuple[list, list]:
+    """The right results for ``inputs``, and ``[why, results]`` for each usual mistake."""
     wants = [exercise.right(*args) for args in inputs]
-    wrongs = [(why, [_result(wrong, args) for args in inputs]) for wrong, why in exercise.mistakes]
-    return _verdict(exercise.answer, answer, inputs, wants, wrongs)
+    wrongs = [[why, [_result(wrong, args) for args in inputs]] for wrong, why in exercise.mistakes]
+    return wants, wrongs
 
 
 def _result(function: Callable, args: tuple):
@@ -122,14 +127,13 @@ def page_table() -> dict:
     """
     table = {}
     for key, exercise in _exercises().items():
+        inputs = [tuple(args) for args in exercise.inputs]
+        outputs, mistakes = _results(exercise, inputs)
         table[key] = {
             "answer": exercise.answer,
-            "inputs": [tuple(args) for args in exercise.inputs],
-            "outputs": [exercise.right(*args) for args in exercise.inputs],
-            "mistakes": [
-                [why, [_result(wrong, args) for args in exercise.inputs]]
-                for wrong, why in exercise.mistakes
-            ],
+            "inputs": inputs,
+            "outputs": outputs,
+            "mistakes": mistakes,
         }
     return table
 
