@@ -121,7 +121,8 @@ def grade(
     if failure is not None:
         seconds = round(time.monotonic() - started, 1)
         return Grade(status=failure[0], scores=blank, detail=failure[1], seconds=seconds, **base)
-    asked = _queried_scores(program, queried, answers, choices["seed"], started + timeout, hide)
+    asks = _asks(program)
+    asked = _queried_scores(asks, queried, answers, choices["seed"], started + timeout, hide)
     seconds = round(time.monotonic() - started, 1)
     scores = {}
     for k in numbers:
@@ -142,9 +143,13 @@ def queried_exercises(program: dict) -> dict[int, str]:
     return {k: check for k, check in found.items() if check}
 
 
-def _queried_scores(program, queried: dict, answers: dict, seed: int, deadline, hide) -> dict:
+def _asks(program: dict) -> dict[int, list[str]]:
+    """The names each exercise's answer defines."""
+    return {s["exercise"]: s["asks"] for s in program["steps"] if s["kind"] == "answer"}
+
+
+def _queried_scores(asks: dict, queried: dict, answers: dict, seed: int, deadline, hide) -> dict:
     """Each queried exercise's score: its answer asked in the student's process, judged here."""
-    asks = {s["exercise"]: s["asks"] for s in program["steps"] if s["kind"] == "answer"}
     exercises, contexts, scores = [], {}, {}
     for k, check in sorted(queried.items()):
         if answers.get(k) is None:
@@ -384,14 +389,9 @@ def _variant(case, runs: list, score: ExerciseScore | None) -> dict:
 
 def _queried_variants(program, queried: dict, asked: list, seed: int) -> dict:
     """The scores of many answers to queried exercises, each graded as its own exercise."""
-    numbered = {index: exercise for index, (exercise, _, _) in asked}
+    names = _asks(program)
+    asks = {index: names[exercise] for index, (exercise, _, _) in asked}
+    checks = {index: queried[exercise] for index, (exercise, _, _) in asked}
     answers = {index: code for index, (_, _, code) in asked}
-    as_exercises = dict(program, steps=[])
-    for index, exercise in numbered.items():
-        step = next(
-            s for s in program["steps"] if s["kind"] == "answer" and s["exercise"] == exercise
-        )
-        as_exercises["steps"].append(dict(step, exercise=index))
-    checks = {index: queried[exercise] for index, exercise in numbered.items()}
     deadline = time.monotonic() + VARIANTS_TIMEOUT
-    return _queried_scores(as_exercises, checks, answers, seed, deadline, ())
+    return _queried_scores(asks, checks, answers, seed, deadline, ())
