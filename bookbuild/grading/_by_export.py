@@ -1,15 +1,15 @@
 """Grading by export: the student's process exports, a judge that runs none of it checks.
 
-For a chapter whose every exercise is judged on exported graphs
-(:func:`bookbuild.grading._exports.judged_by_export`), each replica count takes two sandboxed
-processes in turn. The student's process (the runner in ``export`` mode) runs the chapter's
-own cells and the learner's answers, holds no solution and runs no check, and writes each
-answer as data. Its channel is read as untrusted data, sealed or not: a line it forges can
-only change what its own answer is taken to be. The judge (``judge`` mode) runs the
-chapter with the answer key, rebuilds each exported answer from allow-listed graphs and runs
-the checks; nothing from the submission runs there, so its sealed verdicts are the grade.
-An exercise whose answer ends the student's run (an exit, a signal, its own time limit) is
-charged with the reason, and the student's process starts again for the rest.
+For the exercises of a chapter judged on exported answers
+(:func:`bookbuild.grading._exports.exported_exercises`), each replica count takes two
+sandboxed processes in turn. The student's process (the runner in ``export`` mode) runs the
+chapter's own cells and the learner's answers, holds no solution and runs no check, and
+writes each answer as data. Its channel is read as untrusted data, sealed or not: a line it
+forges can only change what its own answer is taken to be. The judge (``judge`` mode) runs
+the chapter with the answer key, rebuilds each exported answer (allow-listed graphs, or
+state) and runs the checks; nothing from the submission runs there, so its sealed verdicts
+are the grade. An exercise whose answer ends the student's run (an exit, a signal, its own
+time limit) is charged with the reason, and the student's process starts again for the rest.
 
 Example:
     >>> exported({"kind": "export", "run": 0, "exercise": 1, "case": "ex1", "names": {}}, 0)

@@ -1,14 +1,19 @@
-"""Answers that cross from the student's process to the judge as data: tf.data graphs.
+"""Answers that cross from the student's process to the judge as data.
 
-Where an exercise's answer is a dataset or a dataset function (its check is one of
-:data:`EXPORTED_CHECKS`), the student's process (the runner in ``export`` mode) serializes
-it: a dataset as its graph (``GraphDef``) and element structure, a dataset function as one
-such graph per ``tf.distribute.InputContext`` the check asks for (:func:`contexts`). The
-judge (the runner in ``judge`` mode, which runs no code from the submission) rebuilds them
-with ``DatasetFromGraph`` only when every operation of the graph, its function library
-(map, filter and control-flow bodies) included, is in :data:`ALLOWED_OPS`: no Python
-callbacks (``PyFunc``, ``EagerPyFunc``), no file or checkpoint access (``ReadFile``,
-``WriteFile``, ``SaveV2``, ``RestoreV2``, ``MatchingFiles``, file-reading datasets).
+Where an exercise's check is one of :data:`EXPORTED_CHECKS`, the student's process (the
+runner in ``export`` mode) serializes its answer; the judge (the runner in ``judge`` mode,
+which runs no code from the submission) rebuilds it and runs the chapter's check on it.
+Two kinds cross:
+
+- ``dataset``: a dataset as its graph (``GraphDef``) and element structure, a dataset
+  function as one such graph per ``tf.distribute.InputContext`` the check asks for
+  (:func:`contexts`). The judge rebuilds them with ``DatasetFromGraph`` only when every
+  operation of the graph, its function library (map, filter and control-flow bodies)
+  included, is in :data:`ALLOWED_OPS`: no Python callbacks (``PyFunc``, ``EagerPyFunc``), no
+  file or checkpoint access (``ReadFile``, ``WriteFile``, ``SaveV2``, ``RestoreV2``,
+  ``MatchingFiles``, file-reading datasets).
+- ``state``: a variable or a ``strategy.run`` result as the values each replica holds
+  (:mod:`bookbuild.grading._states`), rebuilt as real distributed values by the judge.
 
 Example:
     >>> check_function("x = 1\\nmk.check_input_pipeline(train, strategy)")
@@ -22,9 +27,13 @@ from __future__ import annotations
 import ast
 import base64
 
-from bookbuild.grading import _graph_filters
+from bookbuild.grading import _graph_filters, _states
 
-EXPORTED_CHECKS = frozenset({"check_input_pipeline"})
+EXPORTED_CHECKS = {  # each check judged on exported answers, and the kind its answer crosses as
+    "check_input_pipeline": "dataset",
+    "check_mirrored": "state",
+    "check_per_replica": "state",
+}
 MAX_GRAPH_BYTES = 1 << 20  # one exported graph; the results channel caps the whole run
 
 _DATASETS = {
@@ -69,15 +78,19 @@ def check_function(source: str) -> str | None:
     return next((name for name in reversed(calls) if name.startswith("check_")), None)
 
 
-def judged_by_export(program: dict) -> bool:
-    """Whether every exercise of the program is checked on exported graphs.
+def exported_exercises(program: dict) -> dict[int, str]:
+    """``{exercise: kind}`` for the exercises whose check is judged on exported answers.
 
     Example:
-        >>> judged_by_export({"steps": [{"kind": "check", "source": "mk.check_mirrored(c)"}]})
-        False
+        >>> exported_exercises({"steps": [
+        ...     {"kind": "check", "exercise": 1, "source": "mk.check_mirrored(c, strategy)"},
+        ...     {"kind": "check", "exercise": 2, "source": "mk.check_loss_step(f, strategy)"},
+        ... ]})
+        {1: 'state'}
     """
-    checks = [s for s in program["steps"] if s["kind"] == "check"]
-    return bool(checks) and all(check_function(s["source"]) in EXPORTED_CHECKS for s in checks)
+    steps = [s for s in program["steps"] if s["kind"] == "check"]
+    checks = {s["exercise"]: check_function(s["source"]) for s in steps}
+    return {k: EXPORTED_CHECKS[c] for k, c in checks.items() if c in EXPORTED_CHECKS}
 
 
 def contexts(replicas: int) -> list[tuple[int, int, int]]:
@@ -86,14 +99,25 @@ def contexts(replicas: int) -> list[tuple[int, int, int]]:
     return [(p, i, r) for p in (1, 2) for r in counts for i in range(p)]
 
 
-def export_value(value, replicas: int) -> dict:
+def export_value(value, replicas: int, kind: str = "dataset", strategy=None) -> dict:
     """Serialize one asked name's value (in the student's process).
 
+    Args:
+        value: The value the answer gave the asked name.
+        replicas: This run's replica count.
+        kind: What the exercise's check reads: ``"dataset"`` or ``"state"``.
+        strategy: The chapter's strategy (a ``state`` records whether a value is its).
+
     Raises:
-        ExportError: If it is neither a dataset, a dataset function nor ``...``.
+        ExportError: If it cannot cross as that kind.
     """
     import tensorflow as tf
 
+    if kind == "state":
+        try:
+            return {"kind": "state", "value": _states.describe(value, strategy)}
+        except _states.StateError as error:
+            raise ExportError(str(error)) from None
     if value is Ellipsis:
         return {"kind": "ellipsis"}
     if isinstance(value, tf.data.Dataset):
@@ -149,18 +173,29 @@ def refused_ops(graph: bytes) -> list[str]:
     return sorted(ops - ALLOWED_OPS)
 
 
-def import_value(record: dict):
-    """Rebuild one exported value (in the judge), from allow-listed graphs only.
+def import_value(record: dict, kind: str = "dataset", strategy=None):
+    """Rebuild one exported value (in the judge): graphs from allowed operations, or state.
+
+    Args:
+        record: What the student's process exported (untrusted data).
+        kind: What the exercise's check reads (the judge's own program says).
+        strategy: The judge's strategy, which rebuilt state belongs to.
 
     Raises:
-        ExportError: If the record is malformed or a graph uses a refused operation.
+        ExportError: If the record is malformed, of another kind, or a graph uses a refused
+            operation.
     """
-    kind = record.get("kind") if isinstance(record, dict) else None
-    if kind == "ellipsis":
+    found = record.get("kind") if isinstance(record, dict) else None
+    if kind == "state" and found == "state":
+        try:
+            return _states.rebuild(record.get("value"), strategy)
+        except _states.StateError as error:
+            raise ExportError(str(error)) from None
+    if kind == "dataset" and found == "ellipsis":
         return Ellipsis
-    if kind == "dataset":
+    if kind == "dataset" and found == "dataset":
         return _dataset(record)
-    if kind == "dataset_fn" and isinstance(record.get("contexts"), list):
+    if kind == "dataset" and found == "dataset_fn" and isinstance(record.get("contexts"), list):
         table = {}
         for entry in record["contexts"]:
             key, made = tuple(entry[:3]), entry[3]

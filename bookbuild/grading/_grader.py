@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bookbuild.grading import _by_export
 from bookbuild.grading._ended import ended_how
-from bookbuild.grading._exports import judged_by_export
+from bookbuild.grading._exports import exported_exercises
 from bookbuild.grading._queried import (
     JUDGED_BY_QUERY,
     chapter_query,
@@ -36,8 +36,8 @@ from bookbuild.grading.submission import read_answers
 TIMEOUT = 1200.0
 VARIANTS_TIMEOUT = 3600.0  # seconds for one run of every variant of a chapter (the tests)
 JUDGED_BY_EXPORT = (
-    "judged by export: the answers crossed as graphs to a judge that runs none of the "
-    "submission (docs/design/grading.md)"
+    "judged by export: the answers crossed as data (graphs, values) to a judge that runs none "
+    "of the submission (docs/design/grading.md)"
 )
 JUDGED_BESIDE = (
     "judged in the student's process: the checks ran beside the answers (docs/design/"
@@ -102,25 +102,25 @@ def grade(
     blank = {f"ex{k}": ExerciseScore(0.0, 1.0, "") for k in numbers}
     base = {"student": Path(submission).stem, "submission": Path(submission)}
     queried = queried_exercises(program)
-    judged = JUDGED_BY_EXPORT if judged_by_export(program) else JUDGED_BESIDE
-    others = [str(k) for k in numbers if k not in queried]
-    named = f"exercise{'s' * (len(others) > 1)} {', '.join(others)} " if queried else ""
-    kinds = [named + judged] if others else []
-    kinds += [f"exercise {k} {JUDGED_BY_QUERY}" for k in sorted(queried)]
-    base |= {"isolation": "; ".join([isolation_here(), *kinds]), "choices": choices}
+    base |= {"isolation": _isolation(program, queried), "choices": choices}
     answers, problem = read_answers(Path(submission), numbers)
     if problem:
         return Grade(status="error", scores=blank, detail=problem, **base)
-    cases = {str(k): [[f"ex{k}", answers[k]]] for k in numbers if k not in queried}
     folder = Path(lab.program).resolve().parent
     lab_folder = folder.parent if folder.name == "autograder" else folder
     hide = (lab_folder, Path(submission).resolve().parent)
-    plan = (program, choices, cases, started + timeout, limit, hide)
-    runs = _by_export_runs if judged is JUDGED_BY_EXPORT else _runs
-    verdicts, charged, failure = runs(*plan, timeout) if cases else ({}, {}, None)
-    if failure is not None:
-        seconds = round(time.monotonic() - started, 1)
-        return Grade(status=failure[0], scores=blank, detail=failure[1], seconds=seconds, **base)
+    verdicts, charged = {}, {}
+    for runs, part in _parts(program, queried):
+        cases = {str(k): [[f"ex{k}", answers[k]]] for k in part}
+        plan = (program, choices, cases, started + timeout, limit, hide)
+        found, more, failure = runs(*plan, timeout)
+        if failure is not None:
+            seconds = round(time.monotonic() - started, 1)
+            return Grade(
+                status=failure[0], scores=blank, detail=failure[1], seconds=seconds, **base
+            )
+        verdicts |= found
+        charged |= more
     asks = _asks(program)
     asked = _queried_scores(asks, queried, answers, choices["seed"], started + timeout, hide)
     seconds = round(time.monotonic() - started, 1)
@@ -134,6 +134,30 @@ def grade(
         scores[f"ex{k}"] = ExerciseScore(0.0 if k in charged or failed else 1.0, 1.0, feedback)
     detail = "; ".join(f"exercise {k}: {why}" for k, why in sorted(charged.items()))
     return Grade(status="graded", scores=scores, detail=detail, seconds=seconds, **base)
+
+
+def _parts(program: dict, queried: dict) -> list:
+    """``[(runs, exercises)]``: the exercises judged by export, then those judged beside."""
+    exported = exported_exercises(program)
+    rest = [k for k in program["exercises"] if k not in queried]
+    parts = [
+        (_by_export_runs, [k for k in rest if k in exported]),
+        (_runs, [k for k in rest if k not in exported]),
+    ]
+    return [(runs, part) for runs, part in parts if part]
+
+
+def _isolation(program: dict, queried: dict) -> str:
+    """The row's isolation: this process's, then how each exercise was judged."""
+    kinds = [
+        (part, JUDGED_BY_EXPORT if runs is _by_export_runs else JUDGED_BESIDE)
+        for runs, part in _parts(program, queried)
+    ]
+    kinds += [([k], JUDGED_BY_QUERY) for k in sorted(queried)]
+    named = [
+        f"exercise{'s' * (len(part) > 1)} {', '.join(map(str, part))} {how}" for part, how in kinds
+    ]
+    return "; ".join([isolation_here(), *named])
 
 
 def queried_exercises(program: dict) -> dict[int, str]:
@@ -252,10 +276,15 @@ def _culprit(outcome: Outcome | None, status: str, limit: float | None):
 
 
 def _job(program: dict, run: int, replicas: int, seed: int, cases: dict, only=None) -> dict:
-    """The runner's job; ``only``: the exercises whose cases it checks (all by default)."""
+    """The runner's job; ``only``: the exercises whose cases it checks (all by default).
+
+    ``exports`` tells the runner what each exported exercise's answer crosses as.
+    """
     if only is not None:
         cases = {str(k): cases[str(k)] for k in only}
-    return {"program": program, "run": run, "replicas": replicas, "seed": seed, "cases": cases}
+    exports = {str(k): kind for k, kind in exported_exercises(program).items()}
+    job = {"program": program, "run": run, "replicas": replicas, "seed": seed, "cases": cases}
+    return job | {"exports": exports}
 
 
 def _feedback(failed: list[dict]) -> str:
@@ -330,21 +359,28 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
     scores = _queried_variants(program, queried, asked, choices["seed"]) if asked else {}
     if not jobs_cases:
         return [_variant(case, [], scores[i]) for i, case in enumerate(cases)]
-    outcomes: list = [None] * len(choices["replicas"])
+    exported = exported_exercises(program)
+    parts = {  # by export, beside: each with its own runs' outcomes
+        kind: {k: v for k, v in jobs_cases.items() if (int(k) in exported) is (kind == "export")}
+        for kind in ("export", "beside")
+    }
+    parts = {kind: part for kind, part in parts.items() if part}
+    outcomes = {kind: [None] * len(choices["replicas"]) for kind in parts}
     problems: list[str] = []
 
-    by_export = judged_by_export(program)
-
     def one(run: int, replicas: int) -> None:
-        job = _job(program, run, replicas, choices["seed"], jobs_cases)
-        if by_export:  # the student's process exports every case, then the judge checks
-            deadline = time.monotonic() + VARIANTS_TIMEOUT
-            exports, charged, failure = _by_export.student_side(job, deadline, None, _culprit)
-            if failure is not None or charged:
-                problems.append(f"at {replicas} replicas the export failed: {failure or charged}")
-                return
-            job = _by_export.judge_job(job, exports)
-        outcomes[run] = run_sandboxed(job, VARIANTS_TIMEOUT)
+        for kind, part in parts.items():
+            job = _job(program, run, replicas, choices["seed"], part)
+            if kind == "export":  # the student's process exports every case, then the judge
+                deadline = time.monotonic() + VARIANTS_TIMEOUT
+                exports, charged, failure = _by_export.student_side(job, deadline, None, _culprit)
+                if failure is not None or charged:
+                    problems.append(
+                        f"at {replicas} replicas the export failed: {failure or charged}"
+                    )
+                    return
+                job = _by_export.judge_job(job, exports)
+            outcomes[kind][run] = run_sandboxed(job, VARIANTS_TIMEOUT)
 
     threads = [threading.Thread(target=one, args=a) for a in enumerate(choices["replicas"])]
     for thread in threads:
@@ -353,10 +389,15 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
         thread.join()
     if problems:
         raise RuntimeError("; ".join(problems))
-    status, detail, verdicts = _combine(outcomes, choices["replicas"], jobs_cases, VARIANTS_TIMEOUT)
-    if status != "graded":
-        logs = "\n".join(o.log[-3000:] for o in outcomes if o is not None)
-        raise RuntimeError(f"{status}: {detail}\n{logs}")
+    verdicts: dict = {}
+    for kind, part in parts.items():
+        status, detail, found = _combine(
+            outcomes[kind], choices["replicas"], part, VARIANTS_TIMEOUT
+        )
+        if status != "graded":
+            logs = "\n".join(o.log[-3000:] for o in outcomes[kind] if o is not None)
+            raise RuntimeError(f"{status}: {detail}\n{logs}")
+        verdicts |= found
     found = []
     for index, case in enumerate(cases):
         if index in scores:

@@ -131,7 +131,14 @@ class Runner:
             raise Tampered(f"{what} changed the grader's code: {'; '.join(found)}")
 
     def run(self) -> None:
-        for step in self.job["program"]["steps"]:
+        """Run the program's steps up to the check of the last exercise this run grades."""
+        steps = self.job["program"]["steps"]
+        graded = [
+            i
+            for i, step in enumerate(steps)
+            if step["kind"] == "check" and str(step["exercise"]) in self.job["cases"]
+        ]
+        for step in steps[: graded[-1] + 1] if graded else steps:
             getattr(self, f"step_{step['kind']}")(step)
 
     def step_parameters(self, step: dict) -> None:
@@ -161,7 +168,7 @@ class Runner:
         results = []
         for case, given in cases or []:
             if mode == "judge":  # ``given``: what the student's process exported
-                results.append((case, _imported(step, given)))
+                results.append((case, _imported(step, given, self.kind(step), self.ns)))
                 continue
             answer = self.answer(step, before, given)
             if mode == "export":
@@ -177,13 +184,21 @@ class Runner:
         if isinstance(answer, str):
             self.out.write(**line, case=case, failed=answer)
             return
+        kind, strategy = self.kind(step), self.ns.get("strategy")
         try:
-            names = {n: _exports.export_value(v, self.job["replicas"]) for n, v in answer.items()}
+            names = {
+                n: _exports.export_value(v, self.job["replicas"], kind, strategy)
+                for n, v in answer.items()
+            }
         except _exports.ExportError as error:
             self.out.write(**line, case=case, failed=f"{', '.join(answer)}: {error}")
             return
         self.verify(f"the export of exercise {step['exercise']}")
         self.out.write(**line, case=case, names=names)
+
+    def kind(self, step: dict) -> str:
+        """What the exercise's answer crosses as (``dataset`` or ``state``): the grader says."""
+        return self.job.get("exports", {}).get(str(step["exercise"]), "dataset")
 
     def answer(self, step: dict, before: dict, source):
         """Run one case's answer: its namespace, or the feedback that fails it."""
@@ -253,7 +268,7 @@ class Runner:
         return result.passed, "" if result.passed else str(result.message)
 
 
-def _imported(step: dict, given) -> dict | str:
+def _imported(step: dict, given, kind: str, ns: dict) -> dict | str:
     """A case's answer rebuilt from its export (the judge), or the feedback that fails it."""
     if not isinstance(given, dict):
         return MISSING
@@ -263,7 +278,8 @@ def _imported(step: dict, given) -> dict | str:
     if not isinstance(names, dict) or sorted(names) != sorted(step["asks"]):
         return NOT_DEFINED.format(names=", ".join(step["asks"]), asks=", ".join(step["asks"]))
     try:
-        return {name: _exports.import_value(names[name]) for name in step["asks"]}
+        strategy = ns.get("strategy")
+        return {name: _exports.import_value(names[name], kind, strategy) for name in step["asks"]}
     except _exports.ExportError as error:
         return str(error)
     except Exception as error:  # noqa: BLE001 - a malformed graph: the answer's, not ours

@@ -21,7 +21,7 @@ import pytest
 
 from bookbuild import ROOT
 from bookbuild.grading import grade
-from bookbuild.grading._exports import judged_by_export, refused_ops
+from bookbuild.grading._exports import exported_exercises, refused_ops
 from bookbuild.grading.program import load_program
 from bookbuild.grading.sandbox import run_sandboxed
 
@@ -152,7 +152,7 @@ def graded(lab, tmp_path_factory):
 
 
 def test_the_tiny_chapter_is_graded_by_export(lab):
-    assert judged_by_export(load_program(lab.program))
+    assert exported_exercises(load_program(lab.program)) == {1: "dataset", 2: "dataset"}
 
 
 def test_the_key_scores_full_marks(graded):
