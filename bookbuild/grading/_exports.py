@@ -1,19 +1,15 @@
-"""Answers that cross from the student's process to the judge as data.
+"""Answers that cross from the student's process to the judge as data, by kind.
 
 Where an exercise's check is one of :data:`EXPORTED_CHECKS`, the student's process (the
-runner in ``export`` mode) serializes its answer; the judge (the runner in ``judge`` mode,
-which runs no code from the submission) rebuilds it and runs the chapter's check on it.
-Two kinds cross:
-
-- ``dataset``: a dataset as its graph (``GraphDef``) and element structure, a dataset
-  function as one such graph per ``tf.distribute.InputContext`` the check asks for
-  (:func:`contexts`). The judge rebuilds them with ``DatasetFromGraph`` only when every
-  operation of the graph, its function library (map, filter and control-flow bodies)
-  included, is in :data:`ALLOWED_OPS`: no Python callbacks (``PyFunc``, ``EagerPyFunc``), no
-  file or checkpoint access (``ReadFile``, ``WriteFile``, ``SaveV2``, ``RestoreV2``,
-  ``MatchingFiles``, file-reading datasets).
-- ``state``: a variable or a ``strategy.run`` result as the values each replica holds
-  (:mod:`bookbuild.grading._states`), rebuilt as real distributed values by the judge.
+runner in ``export`` mode) serializes its answer and the judge (``judge`` mode, which runs
+no code from the submission) rebuilds it and runs the chapter's check on it. A ``dataset``
+crosses as its graph and element structure, a dataset function as one graph per
+``tf.distribute.InputContext`` the check asks for (:func:`contexts`), rebuilt with
+``DatasetFromGraph`` only when every operation, its function library's included, is in
+:data:`ALLOWED_OPS` (no ``PyFunc``, ``EagerPyFunc``, ``ReadFile``, ``WriteFile``,
+``SaveV2``, ``RestoreV2``, ``MatchingFiles``, file-reading datasets). ``state`` crosses as
+each replica's values (:mod:`._states`), a ``replica_fn`` as its traced graph
+(:mod:`._replica_fns`).
 
 Example:
     >>> check_function("x = 1\\nmk.check_input_pipeline(train, strategy)")
@@ -25,16 +21,24 @@ Example:
 from __future__ import annotations
 
 import ast
-import base64
 
-from bookbuild.grading import _graph_filters, _states
+from bookbuild.grading import _graph_filters, _replica_fns, _states
+from bookbuild.grading._wire import (
+    ELEMENT_OPS,
+    MAX_GRAPH_BYTES,
+    ExportError,
+    decode,
+    encode,
+    graph_ops,
+    refused,
+)
 
 EXPORTED_CHECKS = {  # each check judged on exported answers, and the kind its answer crosses as
     "check_input_pipeline": "dataset",
     "check_mirrored": "state",
     "check_per_replica": "state",
+    "check_all_reduced": "replica_fn",
 }
-MAX_GRAPH_BYTES = 1 << 20  # one exported graph; the results channel caps the whole run
 
 _DATASETS = {
     "AssertCardinalityDataset", "BatchDatasetV2", "CacheDatasetV2?", "ConcatenateDataset",
@@ -49,23 +53,7 @@ _DATASETS = {
     "WindowDataset", "ZipDataset", "DummySeedGenerator", "AnonymousSeedGenerator",
     "DummyMemoryCache",
 }  # fmt: skip
-_ELEMENTS = {
-    "_Arg", "_Retval", "Abs", "Add", "AddV2", "All", "Any", "ArgMax", "ArgMin", "Assert",
-    "BroadcastTo", "Cast", "Ceil", "ConcatV2", "Const", "Cumsum", "Div", "DivNoNan", "Equal",
-    "ExpandDims", "Fill", "Floor", "FloorDiv", "FloorMod", "GatherV2", "Greater",
-    "GreaterEqual", "Identity", "IdentityN", "If", "Less", "LessEqual", "LogicalAnd",
-    "LogicalNot", "LogicalOr", "MatMul", "Max", "Maximum", "Mean", "Min", "Minimum", "Mod",
-    "Mul", "Neg", "NoOp", "NotEqual", "OneHot", "OnesLike", "Pack", "Pow", "Prod", "Range",
-    "Rank", "RealDiv", "Reshape", "Round", "Select", "SelectV2", "Shape", "Sign", "Size",
-    "Slice", "Sqrt", "Square", "Squeeze", "StatelessIf", "StatelessRandomNormalV2",
-    "StatelessRandomUniformV2", "StatelessWhile", "StopGradient", "StridedSlice", "Sub",
-    "Sum", "Tile", "Transpose", "TruncateDiv", "Unpack", "Where", "While", "ZerosLike",
-}  # fmt: skip
-ALLOWED_OPS = frozenset(op for op in _DATASETS | _ELEMENTS if not op.endswith("?"))
-
-
-class ExportError(Exception):
-    """An answer that cannot cross, with the sentence its feedback shows."""
+ALLOWED_OPS = frozenset(op for op in _DATASETS if not op.endswith("?")) | ELEMENT_OPS
 
 
 def check_function(source: str) -> str | None:
@@ -105,7 +93,8 @@ def export_value(value, replicas: int, kind: str = "dataset", strategy=None) -> 
     Args:
         value: The value the answer gave the asked name.
         replicas: This run's replica count.
-        kind: What the exercise's check reads: ``"dataset"`` or ``"state"``.
+        kind: What the exercise's check reads: ``"dataset"``, ``"state"`` or
+            ``"replica_fn"``.
         strategy: The chapter's strategy (a ``state`` records whether a value is its).
 
     Raises:
@@ -114,10 +103,9 @@ def export_value(value, replicas: int, kind: str = "dataset", strategy=None) -> 
     import tensorflow as tf
 
     if kind == "state":
-        try:
-            return {"kind": "state", "value": _states.describe(value, strategy)}
-        except _states.StateError as error:
-            raise ExportError(str(error)) from None
+        return {"kind": "state", "value": _states.describe(value, strategy)}
+    if kind == "replica_fn":
+        return _replica_fns.describe(value, strategy)
     if value is Ellipsis:
         return {"kind": "ellipsis"}
     if isinstance(value, tf.data.Dataset):
@@ -147,7 +135,7 @@ def _graph(dataset) -> dict:
     if len(graph) > MAX_GRAPH_BYTES:
         raise ExportError(f"its graph takes {len(graph)} bytes, over {MAX_GRAPH_BYTES}")
     spec = nested_structure_coder.encode_structure(dataset.element_spec).SerializeToString()
-    return {"graph": _text(graph), "spec": _text(spec)}
+    return {"graph": encode(graph), "spec": encode(spec)}
 
 
 def refused_ops(graph: bytes) -> list[str]:
@@ -168,9 +156,7 @@ def refused_ops(graph: bytes) -> list[str]:
 
     parsed = graph_pb2.GraphDef()
     parsed.ParseFromString(graph)
-    ops = {node.op for node in parsed.node}
-    ops |= {node.op for f in parsed.library.function for node in f.node_def}
-    return sorted(ops - ALLOWED_OPS)
+    return refused(graph_ops(parsed), ALLOWED_OPS)
 
 
 def import_value(record: dict, kind: str = "dataset", strategy=None):
@@ -187,10 +173,9 @@ def import_value(record: dict, kind: str = "dataset", strategy=None):
     """
     found = record.get("kind") if isinstance(record, dict) else None
     if kind == "state" and found == "state":
-        try:
-            return _states.rebuild(record.get("value"), strategy)
-        except _states.StateError as error:
-            raise ExportError(str(error)) from None
+        return _states.rebuild(record.get("value"), strategy)
+    if kind == "replica_fn" and found in ("replica_fn", "state"):
+        return _replica_fns.rebuild(record, strategy)
     if kind == "dataset" and found == "ellipsis":
         return Ellipsis
     if kind == "dataset" and found == "dataset":
@@ -210,7 +195,7 @@ def _dataset(record: dict):
     from tensorflow.python.saved_model import nested_structure_coder
 
     try:
-        graph, spec = _bytes(record["graph"]), _bytes(record["spec"])
+        graph, spec = decode(record["graph"]), decode(record["spec"])
     except (KeyError, TypeError, ValueError) as error:
         raise ExportError("the exported dataset is incomplete") from error
     refused = refused_ops(graph)
@@ -242,11 +227,3 @@ class _ExportedFunction:
         if isinstance(made, str):
             raise RuntimeError(made)  # the learner's function failed in this context
         return made
-
-
-def _text(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
-def _bytes(text: str) -> bytes:
-    return base64.b64decode(text.encode(), validate=True)

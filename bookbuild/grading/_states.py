@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import base64
 
+from bookbuild.grading._wire import ExportError
+
 MAX_NUMBERS = 1 << 14  # numbers one copy may hold: these exercises' answers hold a few
 DISTRIBUTED = ("SyncOnReadVariable", "MirroredVariable", "Mirrored", "PerReplica")
 CONTAINERS = {"list": list, "tuple": tuple, "dict": dict}
 _PYTHON = (bool, int, float, str, type(None))
-
-
-class StateError(Exception):
-    """A value that cannot cross, or a record the judge does not read."""
 
 
 def describe(value, strategy, depth: int = 0) -> dict:
@@ -41,7 +39,7 @@ def describe(value, strategy, depth: int = 0) -> dict:
         depth: 1 for a replica's copy (copies of copies are not followed).
 
     Raises:
-        StateError: If an array is larger than :data:`MAX_NUMBERS` or not numeric.
+        ExportError: If an array is larger than :data:`MAX_NUMBERS` or not numeric.
     """
     import keras
     import numpy as np
@@ -81,7 +79,7 @@ def rebuild(record, strategy):
     """A real value holding what ``record`` describes (the judge).
 
     Raises:
-        StateError: If the record is malformed, or asks for more replicas than exist here.
+        ExportError: If the record is malformed, or asks for more replicas than exist here.
     """
     import keras
     import tensorflow as tf
@@ -103,7 +101,7 @@ def rebuild(record, strategy):
     if kind in ("layer", "object") and isinstance(record.get("type"), str):
         base = (keras.layers.Layer,) if kind == "layer" else ()
         return type(_name(record["type"]), base, {})()
-    raise StateError("the exported answer is not one the grader reads")
+    raise ExportError("the exported answer is not one the grader reads")
 
 
 def _kind_of(value) -> str | None:
@@ -120,10 +118,10 @@ def _distributed(record: dict, strategy):
 
     name, parts = record.get("class"), record.get("components")
     if name not in DISTRIBUTED or not isinstance(parts, list) or not parts:
-        raise StateError("the exported distributed value is not one the grader reads")
+        raise ExportError("the exported distributed value is not one the grader reads")
     devices = list(strategy.extended.worker_devices)
     if len(parts) > len(devices):
-        raise StateError(f"it has {len(parts)} copies, more than this run's {len(devices)} devices")
+        raise ExportError(f"it has {len(parts)} copies, more than the {len(devices)} devices here")
     if record.get("strategy") != "chapter" or len(parts) != len(devices):
         strategy = tf.distribute.MirroredStrategy(devices[: len(parts)])
     if name.endswith("Variable"):
@@ -139,10 +137,10 @@ def _variable(name: str, parts: list, aggregation, strategy):
     import tensorflow as tf
 
     if any(not isinstance(p, dict) or p.get("kind") != "variable" for p in parts):
-        raise StateError("the exported variable's copies are not variables")
+        raise ExportError("the exported variable's copies are not variables")
     arrays = [_numbers(p) for p in parts]
     if aggregation not in tf.VariableAggregation.__members__:
-        raise StateError("the exported variable's aggregation is not one TensorFlow has")
+        raise ExportError("the exported variable's aggregation is not one TensorFlow has")
     sync = tf.VariableSynchronization
     with strategy.scope():
         variable = tf.Variable(
@@ -163,9 +161,9 @@ def _array(array) -> dict:
     except TypeError:
         dtype = None
     if dtype is None or not (dtype.is_floating or dtype.is_integer or dtype.is_bool):
-        raise StateError(f"it holds {array.dtype} values: the exercise asks for numbers")
+        raise ExportError(f"it holds {array.dtype} values: the exercise asks for numbers")
     if array.size > MAX_NUMBERS:
-        raise StateError(f"it holds {array.size} numbers, more than {MAX_NUMBERS}")
+        raise ExportError(f"it holds {array.size} numbers, more than {MAX_NUMBERS}")
     data = base64.b64encode(array.tobytes()).decode()
     return {"dtype": dtype.name, "shape": list(array.shape), "data": data}
 
@@ -179,13 +177,13 @@ def _numbers(record: dict):
         shape = [int(n) for n in record["shape"]]
         data = base64.b64decode(record["data"].encode(), validate=True)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise StateError("the exported array is not one the grader reads") from error
+        raise ExportError("the exported array is not one the grader reads") from error
     size = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if not (dtype.is_floating or dtype.is_integer or dtype.is_bool) or min(shape, default=0) < 0:
-        raise StateError("the exported array's dtype or shape is not one the grader reads")
+        raise ExportError("the exported array's dtype or shape is not one the grader reads")
     numpy_dtype = np.dtype(dtype.as_numpy_dtype)
     if size > MAX_NUMBERS or len(data) != size * numpy_dtype.itemsize:
-        raise StateError("the exported array's bytes do not match its shape")
+        raise ExportError("the exported array's bytes do not match its shape")
     return np.frombuffer(data, dtype=numpy_dtype).reshape(shape).copy()
 
 
