@@ -22,7 +22,15 @@ import time
 
 from bookbuild.grading.sandbox import Outcome, run_sandboxed
 
-OUT_OF_TIME = ("timeout", "grading ran out of time (stopped)")
+FORGED = (
+    "the student's process wrote a {kind!r} line: it exports answers, and only the judge, "
+    "which runs none of the submission, gives verdicts"
+)
+
+
+def out_of_time(seconds: float) -> tuple[str, str]:
+    """The row of a submission whose runs took longer than ``seconds`` together."""
+    return "timeout", f"grading took longer than {seconds:g} s (stopped)"
 
 
 def exported(line: dict, run: int):
@@ -33,8 +41,11 @@ def exported(line: dict, run: int):
     return (exercise, line.get("case")) if type(exercise) is int else None
 
 
-def student_side(job: dict, deadline: float, limit, culprit_of, hide=()) -> tuple:
+def student_side(job: dict, deadline: float, limit, culprit_of, hide=(), seconds=0.0) -> tuple:
     """Run the student's process until every exercise of ``job`` exported or was charged.
+
+    A verdict line (or a token request for one) from that process is forgery: the row is
+    ``tampered``, since the runner in ``export`` mode writes neither.
 
     Args:
         job: The runner's job (``mode`` is set to ``export`` here).
@@ -42,6 +53,7 @@ def student_side(job: dict, deadline: float, limit, culprit_of, hide=()) -> tupl
         limit: Seconds one exercise may take.
         culprit_of: ``culprit_of(outcome, status, limit)``: ``(exercise, why)`` or None.
         hide: Folders the run must not see (the lab's, the submissions').
+        seconds: The submission's time in all, for the row of a run that took longer.
 
     Returns:
         ``(exports, charged, failure)``: ``{(exercise, case): line}``, ``{exercise: why}`` and
@@ -55,7 +67,7 @@ def student_side(job: dict, deadline: float, limit, culprit_of, hide=()) -> tupl
         cases = {str(k): job["cases"][str(k)] for k in remaining}
         left = deadline - time.monotonic()
         if left <= 0:
-            return exports, charged, OUT_OF_TIME
+            return exports, charged, out_of_time(seconds)
         student = dict(job, mode="export", cases=cases, program=program)
         outcome = run_sandboxed(student, left, exercise_limit=limit, hide=hide)
         for line in outcome.lines:
@@ -63,7 +75,7 @@ def student_side(job: dict, deadline: float, limit, culprit_of, hide=()) -> tupl
             if key is not None and key[0] in remaining:
                 exports.setdefault(key, line)
         done = {k for k in remaining if all((k, c) in exports for c, _ in cases[str(k)])}
-        failure = _failure(outcome)
+        failure = _failure(outcome, seconds)
         if failure is None and set(remaining) <= done:
             break
         culprit = culprit_of(outcome, "error", limit)
@@ -90,10 +102,13 @@ def without_key(program: dict) -> dict:
     return dict(program, steps=steps)
 
 
-def _failure(outcome: Outcome):
+def _failure(outcome: Outcome, seconds: float):
     """The student's run's own failure, from its (untrusted) lines: tampering or an error."""
+    forged = [line["kind"] for line in outcome.lines if line.get("kind") in ("verdict", "token?")]
+    if forged and forged != ["token?"]:  # the runner asks for its token once, to seal
+        return "tampered", FORGED.format(kind="verdict" if "verdict" in forged else "token?")
     if outcome.timed_out and not outcome.exercise_timed_out:
-        return OUT_OF_TIME
+        return out_of_time(seconds)
     for line in outcome.lines:
         if line.get("kind") in ("tampered", "error", "ended"):
             kind = "tampered" if line["kind"] == "tampered" else "error"

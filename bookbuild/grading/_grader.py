@@ -225,7 +225,9 @@ def _by_export_runs(program, choices, cases, deadline, limit, hide, timeout):
     for run, replicas in enumerate(choices["replicas"]):
         remaining = [k for k in program["exercises"] if str(k) in cases and k not in charged]
         job = _job(program, run, replicas, choices["seed"], cases, remaining)
-        exports, more, failure = _by_export.student_side(job, deadline, limit, _culprit, hide)
+        exports, more, failure = _by_export.student_side(
+            job, deadline, limit, _culprit, hide, timeout
+        )
         if failure is not None:
             return {}, {}, failure
         charged |= {k: _at(run, replicas, why) for k, why in more.items()}
@@ -310,7 +312,7 @@ def _combine_runs(outcomes, runs: list[int], replicas: list[int], cases: dict, t
     seen = set()
     for run, count, outcome in zip(runs, replicas, outcomes, strict=True):
         if outcome is None or outcome.timed_out:
-            return "timeout", f"grading took longer than {timeout:g} s (stopped)", verdicts
+            return *_by_export.out_of_time(timeout), verdicts
         if outcome.problem:
             kind = "tampered" if "forged" in outcome.problem else "error"
             return kind, f"{outcome.problem}: {ended_how(outcome.log)}", {}
@@ -373,7 +375,9 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
             job = _job(program, run, replicas, choices["seed"], part)
             if kind == "export":  # the student's process exports every case, then the judge
                 deadline = time.monotonic() + VARIANTS_TIMEOUT
-                exports, charged, failure = _by_export.student_side(job, deadline, None, _culprit)
+                exports, charged, failure = _by_export.student_side(
+                    job, deadline, None, _culprit, seconds=VARIANTS_TIMEOUT
+                )
                 if failure is not None or charged:
                     problems.append(
                         f"at {replicas} replicas the export failed: {failure or charged}"

@@ -32,8 +32,21 @@ SETUP = (
 
 
 # The tiny chapter: its set-up, its answer key, its blanks and its checks (another test can
-# give its own, e.g. tests/bookbuild/test_grading_export.py's dataset exercises).
+# give its own, e.g. tests/bookbuild/test_grading_export.py's dataset exercises). Its checks
+# are judged by export (bookbuild/grading/_exports.py's EXPORTED_CHECKS).
 MIRRORED = SimpleNamespace(setup=SETUP, key=KEY, blank=BLANK, check=CHECK)
+# The same chapter judged beside the answer, as chapters 3 to 8 are: each check is called
+# through a name of the chapter's, which the grader does not take for one it judges by export
+# (test_grading_cheats.py asserts that it is judged beside).
+BESIDE = SimpleNamespace(
+    setup=SETUP + "\ncheck_beside = {1: mk.check_mirrored, 2: mk.check_per_replica}",
+    key=KEY,
+    blank=BLANK,
+    check={
+        1: CHECK[1].replace("mk.check_mirrored", "check_beside[1]"),
+        2: CHECK[2].replace("mk.check_per_replica", "check_beside[2]"),
+    },
+)
 
 
 def _cells(answers: dict, chapter_cells: tuple[str, ...] = (), tiny=MIRRORED) -> list:

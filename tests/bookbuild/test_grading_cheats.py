@@ -1,8 +1,10 @@
 """Cheats graded through the real sandbox score 0, each with a named reason.
 
-One synthetic two-exercise lab (tests/bookbuild/grading_lab.py); every submission is graded
-by bookbuild.grading.grade in the sandbox, several side by side. The `grading` marker keeps
-these to the reference job.
+One synthetic two-exercise lab (tests/bookbuild/grading_lab.py), judged beside the answer as
+chapters 3 to 8 are (its defences are the record of the trusted code, the audit hook and the
+sealed channel; test_grading_export.py tries the same families by export); every submission
+is graded by bookbuild.grading.grade in the sandbox, several side by side. The `grading`
+marker keeps these to the reference job.
 """
 
 import importlib.util
@@ -95,7 +97,7 @@ ENDINGS = {
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("cheats")
-    lab = lab_kit.make_lab(folder)
+    lab = lab_kit.make_lab(folder, tiny=lab_kit.BESIDE)
     paths = {"key": lab_kit.submission(folder, "key", lab_kit.KEY[1], lab_kit.KEY[2])}
     paths |= {
         name: lab_kit.submission(folder, f"c{i}", code)
@@ -117,9 +119,10 @@ def graded(tmp_path_factory):
     return grades
 
 
-def test_the_key_scores_full_marks(graded):
+def test_the_key_scores_full_marks_judged_beside(graded):
     key = graded["key"]
     assert (key.status, key.total) == ("graded", (2.0, 2.0)), key
+    assert "exercises 1, 2 judged in the student's process" in key.isolation, key
 
 
 @pytest.mark.parametrize("name", list(CHEATS))

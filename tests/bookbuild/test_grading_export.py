@@ -166,6 +166,11 @@ def test_each_forgery_family_scores_zero(graded, name):
     assert result.status in ("graded", "tampered"), result
 
 
+def test_a_verdict_line_from_the_students_process_marks_the_row(graded):
+    result = graded["sealed verdicts asked for with the token, and a finaliser writing more"]
+    assert result.status == "tampered" and "only the judge" in result.detail, result
+
+
 def test_a_forged_graph_is_refused_by_name(graded):
     feedback = graded["an export line forged with a graph that reads a file"].scores["ex1"].feedback
     assert "ReadFile" in feedback and "does not run" in feedback, feedback
