@@ -11,7 +11,7 @@ into the check's own traced step and returns replica *i*'s output to replica *i*
 then reads the graph it sees, all-reduces included, as it reads a learner's function.
 
 Example:
-    >>> sorted(ALLOWED_OPS - ELEMENT_OPS)
+    >>> sorted(ALLOWED_OPS - _wire.ELEMENT_OPS)
     ['AddN', 'CollectiveGatherV2', 'CollectiveReduceV2', 'Placeholder', 'Split', 'SplitV']
 """
 
@@ -19,19 +19,10 @@ from __future__ import annotations
 
 import itertools
 
-from bookbuild.grading import _states
-from bookbuild.grading._wire import (
-    ELEMENT_OPS,
-    MAX_GRAPH_BYTES,
-    ExportError,
-    decode,
-    encode,
-    graph_ops,
-    refused,
-)
+from bookbuild.grading import _states, _wire
 
 COLLECTIVES = frozenset({"CollectiveReduceV2", "CollectiveGatherV2"})
-ALLOWED_OPS = ELEMENT_OPS | COLLECTIVES | {"AddN", "Placeholder", "Split", "SplitV"}
+ALLOWED_OPS = _wire.ELEMENT_OPS | COLLECTIVES | {"AddN", "Placeholder", "Split", "SplitV"}
 INSTANCE_KEYS = 1 << 30  # the judge's all-reduces take keys from here, far above TensorFlow's
 _REBUILT = itertools.count()  # each rebuilt function's keys are its own: 1024 per function
 COLLECTIVE_SECONDS = 60.0  # an all-reduce waiting longer for its group fails, never hangs
@@ -45,7 +36,7 @@ def describe(value, strategy) -> dict:
     type. A function whose tracing raises crosses as that error.
 
     Raises:
-        ExportError: If the graph is larger than ``MAX_GRAPH_BYTES``.
+        _wire.ExportError: If the graph is larger than ``_wire.MAX_GRAPH_BYTES``.
     """
     import tensorflow as tf
 
@@ -56,8 +47,8 @@ def describe(value, strategy) -> dict:
     except Exception as error:  # noqa: BLE001 - the learner's function: its feedback
         return {"kind": "replica_fn", "error": f"{type(error).__name__}: {error}"[:2000]}
     graph = traced.graph.as_graph_def().SerializeToString()
-    if len(graph) > MAX_GRAPH_BYTES:
-        raise ExportError(f"its graph takes {len(graph)} bytes, over the limit")
+    if len(graph) > _wire.MAX_GRAPH_BYTES:
+        raise _wire.ExportError(f"its graph takes {len(graph)} bytes, over the limit")
     captures = {
         inner.name: _states.describe(outer, strategy, 1)
         for outer, inner in traced.graph.captures  # by value; call-time ones are all-reduce keys
@@ -65,7 +56,7 @@ def describe(value, strategy) -> dict:
     }
     return {
         "kind": "replica_fn",
-        "graph": encode(graph),
+        "graph": _wire.encode(graph),
         "outputs": _outputs(traced, strategy),
         "captures": captures,
     }
@@ -97,7 +88,7 @@ def rebuild(record: dict, strategy):
     """The function the check is given (the judge): it imports the checked graph.
 
     Raises:
-        ExportError: If the record is malformed or the graph uses a refused
+        _wire.ExportError: If the record is malformed or the graph uses a refused
             operation, reads a variable, or all-reduces inside a nested function.
     """
     import tensorflow as tf
@@ -116,14 +107,14 @@ def rebuild(record: dict, strategy):
         return fails
     try:
         graph = graph_pb2.GraphDef()
-        graph.ParseFromString(decode(record["graph"]))
+        graph.ParseFromString(_wire.decode(record["graph"]))
         outputs, captures = record["outputs"], record["captures"]
         shape, replicas = outputs["shape"], outputs["replicas"]
     except Exception as error:  # noqa: BLE001 - malformed data from the student's side
-        raise ExportError("the exported function is not one the grader reads") from error
+        raise _wire.ExportError("the exported function is not one the grader reads") from error
     _refuse(graph)
     if shape not in ("none", "single", "tuple", "list") or not isinstance(replicas, list):
-        raise ExportError("the exported function's outputs are not ones the grader reads")
+        raise _wire.ExportError("the exported function's outputs are not ones the grader reads")
     feeds = _rewired(graph, captures)
     return tf.autograph.experimental.do_not_convert(_Imported(graph, feeds, shape, replicas))
 
@@ -131,15 +122,15 @@ def rebuild(record: dict, strategy):
 def _refuse(graph) -> None:
     """Raise ExportError if an operation is not allowed, or an all-reduce is nested."""
     nested = {node.op for f in graph.library.function for node in f.node_def}
-    refusals = refused(graph_ops(graph), ALLOWED_OPS)
+    refusals = _wire.refused(_wire.graph_ops(graph), ALLOWED_OPS)
     if refusals:
-        raise ExportError(
+        raise _wire.ExportError(
             f"your function uses operations the grader does not run: {', '.join(refusals[:5])} "
             "(a Python function, a variable, or reading or writing files): compute the value "
             "from the replica context and TensorFlow operations alone"
         )
     if nested & COLLECTIVES:
-        raise ExportError(
+        raise _wire.ExportError(
             "your function all-reduces inside a tf.function of its own: call "
             "ctx.all_reduce(...) in the function you give strategy.run"
         )
@@ -163,7 +154,7 @@ def _rewired(graph, captures: dict) -> dict:
             continue
         rank = ranks.setdefault(node.device, 0)
         if rank >= 1024:
-            raise ExportError("your function all-reduces more than 1024 times")
+            raise _wire.ExportError("your function all-reduces more than 1024 times")
         ranks[node.device] = rank + 1
         key = graph.node.add(name=f"mirrorbook_key/{node.name}", op="Const", device=node.device)
         key.attr["dtype"].type = tf.int32.as_datatype_enum
@@ -186,7 +177,7 @@ def _rewired(graph, captures: dict) -> dict:
         elif f"{node.name}:0" in captures:
             feeds[f"{node.name}:0"] = _states.rebuild(captures[f"{node.name}:0"], None)
         else:
-            raise ExportError(
+            raise _wire.ExportError(
                 "your function reads a variable or a tensor made outside it: compute the "
                 "value inside the function, from the replica context"
             )
