@@ -9,7 +9,7 @@ crosses as its graph and element structure, a dataset function as one graph per
 :data:`ALLOWED_OPS` (no ``PyFunc``, ``EagerPyFunc``, ``ReadFile``, ``WriteFile``,
 ``SaveV2``, ``RestoreV2``, ``MatchingFiles``, file-reading datasets). ``state`` crosses as
 each replica's values (:mod:`._states`), a ``replica_fn`` as its traced graph
-(:mod:`._replica_fns`).
+(:mod:`._replica_fns`), ``values`` as data (:mod:`._values`).
 
 Example:
     >>> check_function("x = 1\\nmk.check_input_pipeline(train, strategy)")
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 
-from bookbuild.grading import _graph_filters, _replica_fns, _states
+from bookbuild.grading import _graph_filters, _replica_fns, _states, _values
 from bookbuild.grading._wire import (
     ELEMENT_OPS,
     MAX_GRAPH_BYTES,
@@ -38,7 +38,10 @@ EXPORTED_CHECKS = {  # each check judged on exported answers, and the kind its a
     "check_mirrored": "state",
     "check_per_replica": "state",
     "check_all_reduced": "replica_fn",
+    "check_all_reduce_ranking": "values",
+    "check_all_reduce_growth": "values",
 }
+PARAMETERS = ("REPLICAS", "SEED")  # names the runner sets in every process
 
 _DATASETS = {
     "AssertCardinalityDataset", "BatchDatasetV2", "CacheDatasetV2?", "ConcatenateDataset",
@@ -64,6 +67,35 @@ def check_function(source: str) -> str | None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
     ]
     return next((name for name in reversed(calls) if name.startswith("check_")), None)
+
+
+def chapter_reads(program: dict) -> dict[int, list[str]]:
+    """``{exercise: names}``: what a ``values`` check reads of the chapter beside the answer.
+
+    A measurement the chapter made in the student's process (chapter 5's ``benchmark``) is
+    what the learner's answer derives from, so it crosses with the answer: the names a
+    ``values`` check's call passes that the answer does not define and the runner does not
+    set.
+
+    Example:
+        >>> chapter_reads({"steps": [
+        ...     {"kind": "answer", "exercise": 1, "asks": ["ranking"]},
+        ...     {"kind": "check", "exercise": 1,
+        ...      "source": "mk.check_all_reduce_ranking(ranking, benchmark, replicas=REPLICAS)"},
+        ... ]})
+        {1: ['benchmark']}
+    """
+    asks = {s["exercise"]: s["asks"] for s in program["steps"] if s["kind"] == "answer"}
+    reads = {}
+    for step in program["steps"]:
+        number = step.get("exercise")
+        if step["kind"] != "check" or exported_exercises({"steps": [step]}) != {number: "values"}:
+            continue
+        call = ast.parse(step["source"]).body[-1].value
+        passed = [*call.args, *(k.value for k in call.keywords)]
+        names = [a.id for a in passed if isinstance(a, ast.Name)]
+        reads[number] = [n for n in names if n not in asks.get(number, []) + list(PARAMETERS)]
+    return reads
 
 
 def exported_exercises(program: dict) -> dict[int, str]:
@@ -93,8 +125,8 @@ def export_value(value, replicas: int, kind: str = "dataset", strategy=None) -> 
     Args:
         value: The value the answer gave the asked name.
         replicas: This run's replica count.
-        kind: What the exercise's check reads: ``"dataset"``, ``"state"`` or
-            ``"replica_fn"``.
+        kind: What the exercise's check reads: ``"dataset"``, ``"state"``,
+            ``"replica_fn"`` or ``"values"``.
         strategy: The chapter's strategy (a ``state`` records whether a value is its).
 
     Raises:
@@ -106,6 +138,8 @@ def export_value(value, replicas: int, kind: str = "dataset", strategy=None) -> 
         return {"kind": "state", "value": _states.describe(value, strategy)}
     if kind == "replica_fn":
         return _replica_fns.describe(value, strategy)
+    if kind == "values":
+        return {"kind": "values", "value": _values.describe(value)}
     if value is Ellipsis:
         return {"kind": "ellipsis"}
     if isinstance(value, tf.data.Dataset):
@@ -176,6 +210,8 @@ def import_value(record: dict, kind: str = "dataset", strategy=None):
         return _states.rebuild(record.get("value"), strategy)
     if kind == "replica_fn" and found in ("replica_fn", "state"):
         return _replica_fns.rebuild(record, strategy)
+    if kind == "values" and found == "values":
+        return _values.rebuild(record.get("value"))
     if kind == "dataset" and found == "ellipsis":
         return Ellipsis
     if kind == "dataset" and found == "dataset":

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bookbuild.grading import _by_export
 from bookbuild.grading._ended import ended_how
-from bookbuild.grading._exports import exported_exercises
+from bookbuild.grading._exports import chapter_reads, exported_exercises
 from bookbuild.grading._queried import (
     JUDGED_BY_QUERY,
     chapter_query,
@@ -280,13 +280,15 @@ def _culprit(outcome: Outcome | None, status: str, limit: float | None):
 def _job(program: dict, run: int, replicas: int, seed: int, cases: dict, only=None) -> dict:
     """The runner's job; ``only``: the exercises whose cases it checks (all by default).
 
-    ``exports`` tells the runner what each exported exercise's answer crosses as.
+    ``exports`` tells the runner what each exported exercise's answer crosses as, ``reads``
+    which of the chapter's names cross with it.
     """
     if only is not None:
         cases = {str(k): cases[str(k)] for k in only}
     exports = {str(k): kind for k, kind in exported_exercises(program).items()}
+    reads = {str(k): names for k, names in chapter_reads(program).items()}
     job = {"program": program, "run": run, "replicas": replicas, "seed": seed, "cases": cases}
-    return job | {"exports": exports}
+    return job | {"exports": exports, "reads": reads}
 
 
 def _feedback(failed: list[dict]) -> str:

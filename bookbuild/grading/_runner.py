@@ -168,7 +168,8 @@ class Runner:
         results = []
         for case, given in cases or []:
             if mode == "judge":  # ``given``: what the student's process exported
-                results.append((case, _imported(step, given, self.kind(step), self.ns)))
+                wanted = [*step["asks"], *self.reads(step)]
+                results.append((case, _imported(wanted, given, self.kind(step), self.ns)))
                 continue
             answer = self.answer(step, before, given)
             if mode == "export":
@@ -185,10 +186,11 @@ class Runner:
             self.out.write(**line, case=case, failed=answer)
             return
         kind, strategy = self.kind(step), self.ns.get("strategy")
+        reads = {n: self.ns[n] for n in self.reads(step) if n in self.ns}  # the chapter's
         try:
             names = {
                 n: _exports.export_value(v, self.job["replicas"], kind, strategy)
-                for n, v in answer.items()
+                for n, v in {**answer, **reads}.items()
             }
         except _exports.ExportError as error:
             self.out.write(**line, case=case, failed=f"{', '.join(answer)}: {error}")
@@ -197,8 +199,12 @@ class Runner:
         self.out.write(**line, case=case, names=names)
 
     def kind(self, step: dict) -> str:
-        """What the exercise's answer crosses as (``dataset`` or ``state``): the grader says."""
+        """What the exercise's answer crosses as (``dataset``, ``state``...): the grader says."""
         return self.job.get("exports", {}).get(str(step["exercise"]), "dataset")
+
+    def reads(self, step: dict) -> list[str]:
+        """The chapter's names that cross with the answer (``_exports.chapter_reads``)."""
+        return self.job.get("reads", {}).get(str(step["exercise"]), [])
 
     def answer(self, step: dict, before: dict, source):
         """Run one case's answer: its namespace, or the feedback that fails it."""
@@ -268,18 +274,21 @@ class Runner:
         return result.passed, "" if result.passed else str(result.message)
 
 
-def _imported(step: dict, given, kind: str, ns: dict) -> dict | str:
-    """A case's answer rebuilt from its export (the judge), or the feedback that fails it."""
+def _imported(wanted: list[str], given, kind: str, ns: dict) -> dict | str:
+    """A case's answer rebuilt from its export (the judge), or the feedback that fails it.
+
+    ``wanted``: the names the answer defines, then the chapter's that cross with it.
+    """
     if not isinstance(given, dict):
         return MISSING
     if "failed" in given:
         return str(given["failed"])[:2000]
     names = given.get("names")
-    if not isinstance(names, dict) or sorted(names) != sorted(step["asks"]):
-        return NOT_DEFINED.format(names=", ".join(step["asks"]), asks=", ".join(step["asks"]))
+    if not isinstance(names, dict) or sorted(names) != sorted(wanted):
+        return NOT_DEFINED.format(names=", ".join(wanted), asks=", ".join(wanted))
     try:
         strategy = ns.get("strategy")
-        return {name: _exports.import_value(names[name], kind, strategy) for name in step["asks"]}
+        return {name: _exports.import_value(names[name], kind, strategy) for name in wanted}
     except _exports.ExportError as error:
         return str(error)
     except Exception as error:  # noqa: BLE001 - a malformed graph: the answer's, not ours
