@@ -23,6 +23,9 @@ from bookbuild.grading.program import write_program
 from bookbuild.labs import chapters_with_exercises
 from bookbuild.manifest import load_manifest
 
+# Grading runs only in the book's environment (dev.py grade): these run in the reference job.
+pytestmark = pytest.mark.grading
+
 _spec = importlib.util.spec_from_file_location(
     "variants_01", ROOT / "tests" / "book" / "variants" / "01_strategy_scope.py"
 )
