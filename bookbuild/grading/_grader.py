@@ -269,8 +269,8 @@ def _culprit(outcome: Outcome | None, status: str, limit: float | None):
     number = outcome.exercise
     if outcome.exercise_timed_out:
         return number, (
-            f"exercise {number} (its answer and its check) took longer than {limit:g} s and "
-            "was stopped: look for a loop that never ends, or work far larger than asked"
+            f"it took longer than {limit:g} s and was stopped: look for a loop that never "
+            "ends, or work far larger than asked"
         )
     if outcome.timed_out or not outcome.problem:
         return None  # the submission's time ran out, or a sealed error that is not its doing
