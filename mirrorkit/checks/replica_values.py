@@ -214,6 +214,12 @@ def _compare(
         if got is not None and got != dtype:
             return CheckResult(False, _dtype_mismatch("the value", got, dtype))
     for row, want in zip(table.rows, expected, strict=True):
+        if np.asarray(row.array).dtype.kind not in "biuf":
+            return CheckResult(
+                False,
+                f"replica {row.replica} holds {row.summary} of dtype {row.dtype}, not a number: "
+                "return a number, e.g. a tf.float32 tensor.",
+            )
         if np.shape(row.array) != want.shape:
             return CheckResult(
                 False,
@@ -296,7 +302,9 @@ def check_all_reduced(replica_fn, strategy, expected) -> CheckResult:
         )
     compared = _compare(value, [total] * wanted, "")
     if not compared:
-        held = [np.asarray(v) for v in getattr(value, "values", ())]
+        parts = getattr(value, "values", ())  # a dict's .values is a method, not the copies
+        held = [np.asarray(v) for v in parts] if isinstance(parts, tuple | list) else []
+        held = [h for h in held if h.dtype.kind in "biuf"]
         if held and all(np.allclose(h * wanted, total) for h in held):
             return CheckResult(
                 False,

@@ -42,6 +42,9 @@ CASES = [
     "    n = tf.cast(context.num_replicas_in_sync, tf.float32)\n"
     "    return context.all_reduce('sum', total) / n",
     "ten = tf.constant(10.0)\n" + HEAD + "    return ten + 0.0 * context.all_reduce('sum', 1.0)",
+    HEAD + f"    return {{'total': context.all_reduce('sum', {MINE})}}",
+    HEAD + "    return tf.constant('10')",
+    HEAD + f"    return context.all_reduce('sum', tf.cast({MINE}, tf.float16))",
 ]
 
 

@@ -107,6 +107,10 @@ def test_check_all_reduced_runs_the_function_and_finds_the_all_reduce(strategy):
     assert not as_value and "not a function" in as_value.message
     broken = mk.check_all_reduced(lambda: 1 / 0, strategy, 10.0)
     assert not broken and "strategy.run(replica_fn) failed: ZeroDivisionError" in broken.message
+    in_a_dict = mk.check_all_reduced(lambda: {"total": total_of_ids_plus_one()}, strategy, 10.0)
+    assert not in_a_dict and "value has type dict" in in_a_dict.message  # a verdict, not a crash
+    text = mk.check_all_reduced(lambda: tf.constant("10"), strategy, 10.0)
+    assert not text and "of dtype string, not a number" in text.message
 
 
 def test_check_all_reduced_refuses_what_it_cannot_see(strategy):
