@@ -92,6 +92,12 @@ def on_lasting_thread(function: Callable[[], Any]) -> Any:
     return value
 
 
+def lasting_thread() -> threading.Thread | None:
+    """This process's lasting thread, or None: a child started on it dies when it ends."""
+    lasting = _lasting
+    return lasting[2] if lasting is not None and lasting[0] == os.getpid() else None
+
+
 def end_lasting_thread(timeout: float = 5.0) -> None:
     """End this process's lasting thread, if it has one (for a process about to finish).
 

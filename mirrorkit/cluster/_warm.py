@@ -74,6 +74,7 @@ class WarmProcess:
     def __init__(self, env: dict[str, str], key: str) -> None:
         self.key = key
         self.owner = os.getpid()
+        self.thread = None  # the lasting thread that started it (its parent-death signal's)
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - its stderr: TensorFlow's import noise, a crash
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.process = subprocess.Popen(
@@ -275,7 +276,10 @@ def start_supervisor(
     for attempt in range(2):  # a second time if the warm process had ended (idle) meanwhile
         with _lock:
             if _current is not None and (
-                _current.key != key or not _current.alive or _current.owner != os.getpid()
+                _current.key != key
+                or not _current.alive
+                or _current.owner != os.getpid()
+                or _current.thread is not _procs.lasting_thread()  # its parent thread ended
             ):
                 if _current.owner == os.getpid():
                     _current.stop()
@@ -283,6 +287,7 @@ def start_supervisor(
             fresh = _current is None
             if fresh:  # its parent-death signal must not follow this thread's end
                 _current = _procs.on_lasting_thread(lambda: WarmProcess(env, key))
+                _current.thread = _procs.lasting_thread()  # it dies with that thread
             warm = _current
         try:
             handle = warm.supervise(run_dir, timeout)

@@ -159,6 +159,21 @@ def test_stopping_the_warm_process_frees_it_and_the_next_run_starts_another(fres
     assert [r["sum"] for r in again.results] == [2.0, 2.0]
 
 
+def test_a_run_after_the_lasting_thread_ended_forks_from_a_new_warm_process(fresh_warm, no_orphans):
+    # Ending the lasting thread (the grader's runner does; so does _procs' doctest) sends
+    # the warm process its parent-death signal. A run right after used to fork from it while
+    # it died: "the cluster's supervisor process ended unexpectedly" (CI, 2 jobs of 4).
+    mk.LocalCluster(2, echo=False).run(lineage)
+    warm = _warm.current_pid()
+    _procs.end_lasting_thread()
+    again = mk.LocalCluster(2, echo=False).run(lineage)
+
+    assert again.launch.startswith("forked from a new warm process"), again.launch
+    assert [r["sum"] for r in again.results] == [2.0, 2.0]
+    assert _warm.current_pid() != warm
+    assert wait_gone([warm], within=10.0) == []
+
+
 def test_an_idle_warm_process_ends_by_itself(fresh_warm, no_orphans, monkeypatch):
     monkeypatch.setattr(_warm, "IDLE_SECONDS", 1.0)
     mk.LocalCluster(2, echo=False).run(lineage)
