@@ -363,19 +363,18 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
     scores = _queried_variants(program, queried, asked, choices["seed"]) if asked else {}
     if not jobs_cases:
         return [_variant(case, [], scores[i]) for i, case in enumerate(cases)]
-    exported = exported_exercises(program)
-    parts = {  # by export, beside: each with its own runs' outcomes
-        kind: {k: v for k, v in jobs_cases.items() if (int(k) in exported) is (kind == "export")}
-        for kind in ("export", "beside")
+    parts = {  # by export, then beside (_parts): each with its own runs' outcomes
+        runs: {str(k): jobs_cases[str(k)] for k in part if str(k) in jobs_cases}
+        for runs, part in _parts(program, queried)
     }
-    parts = {kind: part for kind, part in parts.items() if part}
-    outcomes = {kind: [None] * len(choices["replicas"]) for kind in parts}
+    parts = {runs: part for runs, part in parts.items() if part}
+    outcomes = {runs: [None] * len(choices["replicas"]) for runs in parts}
     problems: list[str] = []
 
     def one(run: int, replicas: int) -> None:
-        for kind, part in parts.items():
+        for runs, part in parts.items():
             job = _job(program, run, replicas, choices["seed"], part)
-            if kind == "export":  # the student's process exports every case, then the judge
+            if runs is _by_export_runs:  # the student's process exports every case, then the judge
                 deadline = time.monotonic() + VARIANTS_TIMEOUT
                 exports, charged, failure = _by_export.student_side(
                     job, deadline, None, _culprit, seconds=VARIANTS_TIMEOUT
@@ -386,7 +385,7 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
                     )
                     return
                 job = _by_export.judge_job(job, exports)
-            outcomes[kind][run] = run_sandboxed(job, VARIANTS_TIMEOUT)
+            outcomes[runs][run] = run_sandboxed(job, VARIANTS_TIMEOUT)
 
     threads = [threading.Thread(target=one, args=a) for a in enumerate(choices["replicas"])]
     for thread in threads:
@@ -396,12 +395,12 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
     if problems:
         raise RuntimeError("; ".join(problems))
     verdicts: dict = {}
-    for kind, part in parts.items():
+    for runs, part in parts.items():
         status, detail, found = _combine(
-            outcomes[kind], choices["replicas"], part, VARIANTS_TIMEOUT
+            outcomes[runs], choices["replicas"], part, VARIANTS_TIMEOUT
         )
         if status != "graded":
-            logs = "\n".join(o.log[-3000:] for o in outcomes[kind] if o is not None)
+            logs = "\n".join(o.log[-3000:] for o in outcomes[runs] if o is not None)
             raise RuntimeError(f"{status}: {detail}\n{logs}")
         verdicts |= found
     found = []

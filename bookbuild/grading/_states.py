@@ -19,14 +19,11 @@ Example:
 
 from __future__ import annotations
 
-import base64
-
-from bookbuild.grading._wire import ExportError
+from bookbuild.grading._wire import ExportError, decode, encode, plain, stand_in, type_name
 
 MAX_NUMBERS = 1 << 14  # numbers one copy may hold: these exercises' answers hold a few
 DISTRIBUTED = ("SyncOnReadVariable", "MirroredVariable", "Mirrored", "PerReplica")
 CONTAINERS = {"list": list, "tuple": tuple, "dict": dict}
-_PYTHON = (bool, int, float, str, type(None))
 
 
 def describe(value, strategy, depth: int = 0) -> dict:
@@ -49,8 +46,8 @@ def describe(value, strategy, depth: int = 0) -> dict:
         return {"kind": "ellipsis"}
     if isinstance(value, keras.Variable):
         value = value.value  # its tf.Variable, as mk.inspect reads it
-    if type(value) in _PYTHON and (type(value) is not int or abs(value) < 2**63):
-        return {"kind": "python", "value": value if type(value) is not str else value[:200]}
+    if (record := plain(value, 200)) is not None:
+        return record
     name = _kind_of(value)
     if name and depth == 0:
         made = getattr(value, "distribute_strategy", None)
@@ -68,11 +65,11 @@ def describe(value, strategy, depth: int = 0) -> dict:
     if isinstance(value, np.ndarray | np.generic):
         return {"kind": "numpy", **_array(np.asarray(value))}
     if isinstance(value, keras.layers.Layer):
-        return {"kind": "layer", "type": _name(type(value).__name__)}
+        return {"kind": "layer", "type": type_name(value)}
     for label, container in CONTAINERS.items():
         if isinstance(value, container):
             return {"kind": "container", "type": label}
-    return {"kind": "object", "type": _name(type(value).__name__)}
+    return {"kind": "object", "type": type_name(value)}
 
 
 def rebuild(record, strategy):
@@ -87,7 +84,7 @@ def rebuild(record, strategy):
     kind = record.get("kind") if isinstance(record, dict) else None
     if kind == "ellipsis":
         return Ellipsis
-    if kind == "python" and type(record.get("value")) in _PYTHON:
+    if kind == "python" and plain(record.get("value"), 200) is not None:
         return record["value"]
     if kind == "distributed":
         return _distributed(record, strategy)
@@ -99,8 +96,7 @@ def rebuild(record, strategy):
     if kind == "container" and record.get("type") in CONTAINERS:
         return CONTAINERS[record["type"]]()
     if kind in ("layer", "object") and isinstance(record.get("type"), str):
-        base = (keras.layers.Layer,) if kind == "layer" else ()
-        return type(_name(record["type"]), base, {})()
+        return stand_in(record["type"], (keras.layers.Layer,) if kind == "layer" else ())
     raise ExportError("the exported answer is not one the grader reads")
 
 
@@ -164,8 +160,7 @@ def _array(array) -> dict:
         raise ExportError(f"it holds {array.dtype} values: the exercise asks for numbers")
     if array.size > MAX_NUMBERS:
         raise ExportError(f"it holds {array.size} numbers, more than {MAX_NUMBERS}")
-    data = base64.b64encode(array.tobytes()).decode()
-    return {"dtype": dtype.name, "shape": list(array.shape), "data": data}
+    return {"dtype": dtype.name, "shape": list(array.shape), "data": encode(array.tobytes())}
 
 
 def _numbers(record: dict):
@@ -175,7 +170,7 @@ def _numbers(record: dict):
     try:
         dtype = tf.dtypes.as_dtype(record["dtype"])
         shape = [int(n) for n in record["shape"]]
-        data = base64.b64decode(record["data"].encode(), validate=True)
+        data = decode(record["data"])
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ExportError("the exported array is not one the grader reads") from error
     size = int(np.prod(shape, dtype=np.int64)) if shape else 1
@@ -185,8 +180,3 @@ def _numbers(record: dict):
     if size > MAX_NUMBERS or len(data) != size * numpy_dtype.itemsize:
         raise ExportError("the exported array's bytes do not match its shape")
     return np.frombuffer(data, dtype=numpy_dtype).reshape(shape).copy()
-
-
-def _name(text: str) -> str:
-    """A type's name as feedback may show it: an identifier of at most 80 characters."""
-    return text if text.isidentifier() and len(text) <= 80 else "object"

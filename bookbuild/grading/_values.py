@@ -19,12 +19,11 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from bookbuild.grading._wire import ExportError
+from bookbuild.grading._wire import ExportError, plain, stand_in, type_name
 
 MAX_ITEMS = 4096  # items of one answer, nested ones included: a ranking holds a few
 MAX_DEPTH = 6
 MAX_TEXT = 2000  # characters of one text
-_PYTHON = (bool, int, float, str, type(None))
 _SEQUENCES = {"list": list, "tuple": tuple}
 
 
@@ -47,8 +46,8 @@ def describe(value, _budget: list | None = None, depth: int = 0) -> dict:
         return {"kind": "ellipsis"}
     if isinstance(value, np.generic) and not isinstance(value, np.str_ | np.bytes_):
         value = value.item()
-    if type(value) in _PYTHON and (type(value) is not int or abs(value) < 2**63):
-        return {"kind": "python", "value": value[:MAX_TEXT] if type(value) is str else value}
+    if (record := plain(value, MAX_TEXT)) is not None:
+        return record
     if type(value) in _SEQUENCES.values():
         items = [describe(item, budget, depth + 1) for item in value]
         return {"kind": type(value).__name__, "items": items}
@@ -62,8 +61,7 @@ def describe(value, _budget: list | None = None, depth: int = 0) -> dict:
         return {"kind": "benchmark", "data": json.loads(value.to_json())}
     if type(value) is AllReduceRecord:
         return {"kind": "record", "data": dataclasses.asdict(value)}
-    name = type(value).__name__
-    return {"kind": "object", "type": name if name.isidentifier() and len(name) <= 80 else "object"}
+    return {"kind": "object", "type": type_name(value)}
 
 
 def rebuild(record, depth: int = 0):
@@ -80,7 +78,7 @@ def rebuild(record, depth: int = 0):
         raise ExportError("the exported answer nests deeper than the grader reads")
     if kind == "ellipsis":
         return Ellipsis
-    if kind == "python" and type(record.get("value")) in _PYTHON:
+    if kind == "python" and plain(record.get("value"), MAX_TEXT) is not None:
         return record["value"]
     if kind in _SEQUENCES and isinstance(items, list) and len(items) <= MAX_ITEMS:
         return _SEQUENCES[kind](rebuild(item, depth + 1) for item in items)
@@ -101,10 +99,9 @@ def rebuild(record, depth: int = 0):
     if (
         isinstance(data, dict)
         and set(data) == fields
-        and all(type(v) in _PYTHON for v in data.values())
+        and all(plain(v, MAX_TEXT) is not None for v in data.values())
     ):
         return AllReduceRecord(**data)
     if kind == "object" and isinstance(record.get("type"), str):
-        name = record["type"]
-        return type(name if name.isidentifier() and len(name) <= 80 else "object", (), {})()
+        return stand_in(record["type"])
     raise ExportError("the exported answer is not one the grader reads")
