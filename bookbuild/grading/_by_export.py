@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 
+from bookbuild.grading import _exports
 from bookbuild.grading.sandbox import Outcome, run_sandboxed
 
 FORGED = (
@@ -89,13 +90,19 @@ def student_side(job: dict, deadline: float, limit, culprit_of, hide=(), seconds
 def without_key(program: dict) -> dict:
     """The program as the student's process gets it: no solution, no check.
 
+    A check whose answer crosses with the check's other arguments (``_exports.AT_CHECK``)
+    keeps its cell's text, as the student edition shows it: the student's process reads
+    the arguments from it and runs none of the check.
+
     Example:
         >>> without_key({"steps": [{"kind": "answer", "solution": "x = 1", "asks": ["x"]}]})
         {'steps': [{'kind': 'answer', 'asks': ['x']}]}
     """
+    kinds = _exports.exported_exercises(program)
     steps = [
         {k: v for k, v in step.items() if k not in ("solution", "source")}
-        if step["kind"] in ("answer", "check")
+        if step["kind"] == "answer"
+        or (step["kind"] == "check" and kinds.get(step["exercise"]) not in _exports.AT_CHECK)
         else step
         for step in program["steps"]
     ]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 
-from bookbuild.grading import _graph_filters, _replica_fns, _states, _values
+from bookbuild.grading import _graph_filters, _losses, _replica_fns, _states, _values
 from bookbuild.grading._wire import (
     ELEMENT_OPS,
     MAX_GRAPH_BYTES,
@@ -40,7 +40,9 @@ EXPORTED_CHECKS = {  # each check judged on exported answers, and the kind its a
     "check_all_reduced": "replica_fn",
     "check_all_reduce_ranking": "values",
     "check_all_reduce_growth": "values",
+    "check_loss_step": "loss",
 }
+AT_CHECK = frozenset({"loss"})  # kinds exported with the check's other arguments, at the check
 PARAMETERS = ("REPLICAS", "SEED")  # names the runner sets in every process
 
 _DATASETS = {
@@ -105,7 +107,7 @@ def exported_exercises(program: dict) -> dict[int, str]:
     Example:
         >>> exported_exercises({"steps": [
         ...     {"kind": "check", "exercise": 1, "source": "mk.check_mirrored(c, strategy)"},
-        ...     {"kind": "check", "exercise": 2, "source": "mk.check_loss_step(f, strategy)"},
+        ...     {"kind": "check", "exercise": 2, "source": "mk.check_resume(f, seed=1)"},
         ... ]})
         {1: 'state'}
     """
@@ -120,21 +122,27 @@ def contexts(replicas: int) -> list[tuple[int, int, int]]:
     return [(p, i, r) for p in (1, 2) for r in counts for i in range(p)]
 
 
-def export_value(value, replicas: int, kind: str = "dataset", strategy=None) -> dict:
+def export_value(value, replicas: int, kind="dataset", strategy=None, arguments=()) -> dict:
     """Serialize one asked name's value (in the student's process).
 
     Args:
         value: The value the answer gave the asked name.
         replicas: This run's replica count.
         kind: What the exercise's check reads: ``"dataset"``, ``"state"``,
-            ``"replica_fn"`` or ``"values"``.
+            ``"replica_fn"``, ``"values"`` or ``"loss"``.
         strategy: The chapter's strategy (a ``state`` records whether a value is its).
+        arguments: The check's arguments after the answer, for a kind of :data:`AT_CHECK`
+            (a ``loss``: the strategy, the model function and the batch).
 
     Raises:
         ExportError: If it cannot cross as that kind.
     """
     import tensorflow as tf
 
+    if kind == "loss":
+        if len(arguments) < 3:
+            raise ExportError("the check's call does not give a strategy, model_fn and batch")
+        return _losses.describe(value, *arguments[:3])
     if kind == "state":
         return {"kind": "state", "value": _states.describe(value, strategy)}
     if kind == "replica_fn":
@@ -211,6 +219,8 @@ def import_value(record: dict, kind: str = "dataset", strategy=None):
         return _states.rebuild(record.get("value"), strategy)
     if kind == "replica_fn" and found in ("replica_fn", "state"):
         return _replica_fns.rebuild(record, strategy)
+    if kind == "loss" and found in ("loss", "state"):
+        return _losses.rebuild(record, strategy)
     if kind == "values" and found == "values":
         return _values.rebuild(record.get("value"))
     if kind == "dataset" and found == "ellipsis":

@@ -165,6 +165,7 @@ class Runner:
         cases = self.job["cases"].get(str(step["exercise"]))
         if cases is not None:  # the grader times each exercise
             self.out.write(kind="started", run=self.job["run"], exercise=step["exercise"])
+        at_check = mode == "export" and self.kind(step) in _exports.AT_CHECK
         results = []
         for case, given in cases or []:
             if mode == "judge":  # ``given``: what the student's process exported
@@ -172,15 +173,19 @@ class Runner:
                 results.append((case, _imported(wanted, given, self.kind(step), self.ns)))
                 continue
             answer = self.answer(step, before, given)
-            if mode == "export":
+            if mode == "export" and not at_check:
                 self.export(step, case, answer)
             results.append((case, answer))
-        self.pending[step["exercise"]] = [] if mode == "export" else results
-        if mode == "export" and cases is not None:
+        self.pending[step["exercise"]] = [] if mode == "export" and not at_check else results
+        if mode == "export" and cases is not None and not at_check:
             self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
 
-    def export(self, step: dict, case, answer) -> None:
-        """Write what a case's answer exported (the student's process: data, not verdicts)."""
+    def export(self, step: dict, case, answer, arguments=()) -> None:
+        """Write what a case's answer exported (the student's process: data, not verdicts).
+
+        ``arguments``: the check's other arguments, for a kind exported at the check
+        (``_exports.AT_CHECK``).
+        """
         line = {"kind": "export", "run": self.job["run"], "exercise": step["exercise"]}
         if isinstance(answer, str):
             self.out.write(**line, case=case, failed=answer)
@@ -189,7 +194,7 @@ class Runner:
         reads = {n: self.ns[n] for n in self.reads(step) if n in self.ns}  # the chapter's
         try:
             names = {
-                n: _exports.export_value(v, self.job["replicas"], kind, strategy)
+                n: _exports.export_value(v, self.job["replicas"], kind, strategy, arguments)
                 for n, v in {**answer, **reads}.items()
             }
         except _exports.ExportError as error:
@@ -228,8 +233,10 @@ class Runner:
         return {n: ns[n] for n in step["asks"]}
 
     def step_check(self, step: dict) -> None:
-        if self.job.get("mode") == "export":
-            return  # checks run in the judge, never beside the answer
+        if self.job.get("mode") == "export":  # checks run in the judge, never beside the answer
+            if self.kind(step) in _exports.AT_CHECK and str(step["exercise"]) in self.job["cases"]:
+                self.export_at_check(step)
+            return
         tree = ast.parse(step["source"])
         setup = ast.Module(body=tree.body[:-1], type_ignores=[])
         exec(compile(setup, f"<check cell {step['cell']}>", "exec"), self.ns)
@@ -252,6 +259,32 @@ class Runner:
             )
         if str(step["exercise"]) in self.job["cases"] and self.job.get("mode") != "export":
             self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
+
+    def export_at_check(self, step: dict) -> None:
+        """Export each case's answer with the check's other arguments (the student's process).
+
+        The check cell's lines before its call are the chapter's (a batch it names, say);
+        they run here as any chapter cell does. The call's arguments after the answer are
+        read in the chapter's namespace, as the check would be given them.
+        """
+        tree = ast.parse(step["source"])
+        exec(self.code(ast.unparse(tree.body[:-1]), f"<check cell {step['cell']}>"), self.ns)
+        self.verify(f"chapter cell {step['cell']}")
+        call = tree.body[-1].value
+        for case, answer in self.pending.pop(step["exercise"], []):
+            arguments = []
+            if not isinstance(answer, str):
+                bindings = {**self.ns, **answer}
+                values, error = _in_thread(
+                    lambda b=bindings: [eval(ast.unparse(a), b) for a in call.args[1:]]  # noqa: S307
+                )
+                _ended(error, f"the export of exercise {step['exercise']}", step["exercise"])
+                if error is not None:
+                    why = self.trusted["raised"](error)
+                    answer = f"the check's arguments could not be read: {why}"
+                arguments = values or []
+            self.export(step, case, answer, arguments)
+        self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
 
     def check(self, step: dict, answer: dict, setup, final) -> tuple[bool, str]:
         bindings = dict(self.ns)

@@ -6,8 +6,8 @@ are drawn from :data:`ELEMENT_OPS` plus what each kind adds. A record the judge 
 raises :class:`ExportError`, whose sentence is the exercise's feedback.
 
 Example:
-    >>> decode(encode(b"graph"))
-    b'graph'
+    >>> decode(encode(b"graph")), unpack(pack(b"graph" * 100))[:5]
+    (b'graph', b'graph')
     >>> type(stand_in(type_name(len))).__name__, plain(2**70, 10)
     ('builtin_function_or_method', None)
     >>> sorted(refused({"Const", "PyFunc", "WriteFile"}, ELEMENT_OPS))
@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import base64
+import zlib
 
 MAX_GRAPH_BYTES = 1 << 20  # one exported graph; the results channel caps the whole run
 PLAIN = (bool, int, float, str, type(None))  # Python values that cross as themselves
@@ -46,6 +47,20 @@ def encode(data: bytes) -> str:
 def decode(text: str) -> bytes:
     """The bytes of :func:`encode`'s text; ``ValueError`` if it is not base64."""
     return base64.b64decode(text.encode(), validate=True)
+
+
+def pack(data: bytes) -> str:
+    """Bytes compressed, as the text a JSON line carries (a graph repeats itself a lot)."""
+    return encode(zlib.compress(data, 6))
+
+
+def unpack(text: str, limit: int = MAX_GRAPH_BYTES) -> bytes:
+    """The bytes of :func:`pack`'s text; ``ValueError`` if they would be over ``limit``."""
+    inflate = zlib.decompressobj()
+    data = inflate.decompress(decode(text), limit)
+    if inflate.unconsumed_tail or not inflate.eof:
+        raise ValueError(f"the data is over {limit} bytes, or cut short")
+    return data
 
 
 def plain(value, max_text: int) -> dict | None:

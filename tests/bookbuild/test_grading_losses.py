@@ -1,0 +1,134 @@
+"""Chapters 3 and 4 judged by export: a per-replica loss crosses as its traced graphs.
+
+No sandbox here: for answers the chapters' variants lack (returns that are no loss, another
+signature, a trace that fails, a value captured from outside, the weights read directly), the
+check gives the loss rebuilt from its JSON record (which imports each replica's traced loss
+and gradient and runs none of the learner's Python) the verdict and the words it gives the
+function itself. Then graphs the judge must not run, and records that do not match the
+check's calls, are refused. Every variant of both chapters is graded by export in
+`tests/book/test_labs.py`, through the sandbox.
+"""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import mirrorkit as mk
+from bookbuild.grading._exports import ExportError, export_value, import_value
+
+# Grading runs only in the book's environment (dev.py grade): these run in the reference job.
+pytestmark = pytest.mark.grading
+
+PRED = "model(x, training=True)"
+HEAD = "def compute_loss(model, x, y):\n"
+RIGHT = (
+    HEAD + f"    per_example = keras.losses.mean_squared_error(y, {PRED})\n"
+    "    return tf.nn.compute_average_loss(per_example, global_batch_size=GLOBAL_BATCH)"
+)
+CASES = {
+    "not attempted": "compute_loss = ...",
+    "the right loss": RIGHT,
+    "a plain mean": HEAD + f"    return tf.reduce_mean(keras.losses.mean_squared_error(y, {PRED}))",
+    "None": HEAD + f"    {PRED}\n    return None",
+    "a tuple": HEAD + f"    return (tf.reduce_sum({PRED}), 1.0)",
+    "a dict": HEAD + f"    return {{'loss': tf.reduce_sum({PRED})}}",
+    "text": HEAD + "    return 'loss'",
+    "per-example losses": HEAD + f"    return keras.losses.mean_squared_error(y, {PRED})",
+    "two arguments": "def compute_loss(labels, predictions=None):\n    return labels",
+    "a number, not a function": "compute_loss = 0.5",
+    "NumPy in the step": HEAD + f"    return tf.constant(np.sum({PRED}.numpy()) / GLOBAL_BATCH)",
+    "a shape error": HEAD + f"    return tf.reduce_sum({PRED} + tf.ones((3, 3)))",
+    "a divisor captured from outside": "scale = tf.constant(1 / GLOBAL_BATCH)\n"
+    + HEAD
+    + f"    return tf.reduce_sum(keras.losses.mean_squared_error(y, {PRED})) * scale",
+    "a penalty read from the weights": HEAD
+    + f"    data = tf.reduce_sum(keras.losses.mean_squared_error(y, {PRED})) / GLOBAL_BATCH\n"
+    "    return data + 0.01 * tf.nn.l2_loss(model.trainable_variables[0])",
+    "the examples counted by an all-reduce": HEAD
+    + "    count = tf.cast(tf.shape(x)[0], tf.float32)\n"
+    "    count = tf.distribute.get_replica_context().all_reduce('sum', count)\n"
+    f"    return tf.reduce_sum(keras.losses.mean_squared_error(y, {PRED})) / count",
+    "the loss all-reduced, then divided": HEAD
+    + f"    total = tf.reduce_sum(keras.losses.mean_squared_error(y, {PRED}))\n"
+    "    return tf.distribute.get_replica_context().all_reduce('sum', total) / GLOBAL_BATCH",
+    "a fixed 32, right for one batch only": HEAD
+    + f"    return tf.reduce_sum(keras.losses.mean_squared_error(y, {PRED})) / 32",
+}
+
+
+def make_model():
+    keras.utils.set_random_seed(3)
+    return keras.Sequential(
+        [keras.Input((8,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)]
+    )
+
+
+@pytest.fixture(scope="module")
+def batches():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(32, 8)).astype("float32")
+    y = rng.normal(size=(32, 1)).astype("float32")
+    return [(x[:10], y[:10]), (x, y)]
+
+
+def _both(code: str, strategy, batches):
+    namespace = {"tf": tf, "np": np, "keras": keras, "GLOBAL_BATCH": 32}
+    exec(code, namespace)
+    arguments = (strategy, make_model, batches)
+    record = export_value(namespace["compute_loss"], 4, "loss", strategy, arguments)
+    record = json.loads(json.dumps(record))
+    return namespace["compute_loss"], record
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_rebuilt_loss_gets_the_verdict_the_loss_gets(case, strategy, batches):
+    function, record = _both(CASES[case], strategy, batches)
+    verdict = mk.check_loss_step(function, strategy, make_model, batches)
+    rebuilt = import_value(record, "loss", strategy)
+    again = mk.check_loss_step(rebuilt, strategy, make_model, batches)
+    assert (again.passed, again.message) == (verdict.passed, verdict.message)
+
+
+REFUSED = {
+    "a Python callback": (
+        HEAD + "    scale = tf.reshape(tf.py_function(lambda: 1.0, [], tf.float32), [])\n"
+        f"    return scale * tf.reduce_sum({PRED})",
+        "operations the grader does not run: EagerPyFunc",
+    ),
+    "a variable made outside": (
+        "weight = tf.Variable(1 / 32)\n" + HEAD + f"    return weight * tf.reduce_sum({PRED})",
+        "operations the grader does not run: ReadVariableOp",
+    ),
+    "reading a file": (
+        HEAD + "    scale = tf.strings.to_number(tf.io.read_file('/etc/hostname'))\n"
+        f"    return scale * tf.reduce_sum({PRED})",
+        "ReadFile",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_a_graph_the_judge_must_not_run_is_refused_with_its_reason(case, strategy, batches):
+    code, words = REFUSED[case]
+    _, record = _both(code, strategy, batches)
+    with pytest.raises(ExportError, match=words):
+        import_value(record, "loss", strategy)
+
+
+def test_a_record_without_the_checks_calls_or_with_another_model_passes_nothing(strategy, batches):
+    _, record = _both(RIGHT, strategy, batches)
+    fewer = {**record, "calls": [c for c in record["calls"] if c["where"] != 3]}
+    rebuilt = import_value(fewer, "loss", strategy)
+    result = mk.check_loss_step(rebuilt, strategy, make_model, batches)
+    assert not result.passed and "no record of your loss" in result.message
+    wider = [[p, [d + 1 for d in s], t, r] for p, s, t, r in record["weights"]]
+    other = {**record, "weights": wider}
+    rebuilt = import_value(other, "loss", strategy)
+    result = mk.check_loss_step(rebuilt, strategy, make_model, batches)
+    assert not result.passed and "not the one the check builds" in result.message
+    for broken in ({**record, "calls": "all"}, {**record, "weights": [["w", [-1], "f", 1]]}):
+        with pytest.raises(ExportError, match="not one the grader reads"):
+            import_value(broken, "loss", strategy)
