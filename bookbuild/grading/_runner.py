@@ -234,7 +234,7 @@ class Runner:
 
     def step_check(self, step: dict) -> None:
         if self.job.get("mode") == "export":  # checks run in the judge, never beside the answer
-            if self.kind(step) in _exports.AT_CHECK and str(step["exercise"]) in self.job["cases"]:
+            if self.kind(step) in _exports.AT_CHECK:
                 self.export_at_check(step)
             return
         tree = ast.parse(step["source"])
@@ -264,8 +264,10 @@ class Runner:
         """Export each case's answer with the check's other arguments (the student's process).
 
         The check cell's lines before its call are the chapter's (a batch it names, say);
-        they run here as any chapter cell does. The call's arguments after the answer are
-        read in the chapter's namespace, as the check would be given them.
+        they run here as any chapter cell does, also where this run grades none of the
+        exercise's cases (a later check may read what they define, as in the judge). The
+        call's arguments after the answer are read in the chapter's namespace, as the check
+        would be given them.
         """
         tree = ast.parse(step["source"])
         exec(self.code(ast.unparse(tree.body[:-1]), f"<check cell {step['cell']}>"), self.ns)
@@ -284,7 +286,8 @@ class Runner:
                     answer = f"the check's arguments could not be read: {why}"
                 arguments = values or []
             self.export(step, case, answer, arguments)
-        self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
+        if str(step["exercise"]) in self.job["cases"]:
+            self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
 
     def check(self, step: dict, answer: dict, setup, final) -> tuple[bool, str]:
         bindings = dict(self.ns)

@@ -17,7 +17,17 @@ import pytest
 import tensorflow as tf
 
 import mirrorkit as mk
-from bookbuild.grading._exports import ExportError, export_value, import_value
+from bookbuild.grading._by_export import without_key
+from bookbuild.grading._exports import (
+    ExportError,
+    export_value,
+    exported_exercises,
+    import_value,
+)
+from bookbuild.grading.program import write_program
+from bookbuild.grading.sandbox import run_sandboxed
+from bookbuild.labs import chapters_with_exercises
+from bookbuild.manifest import load_manifest
 
 # Grading runs only in the book's environment (dev.py grade): these run in the reference job.
 pytestmark = pytest.mark.grading
@@ -132,3 +142,21 @@ def test_a_record_without_the_checks_calls_or_with_another_model_passes_nothing(
     for broken in ({**record, "calls": "all"}, {**record, "weights": [["w", [-1], "f", 1]]}):
         with pytest.raises(ExportError, match="not one the grader reads"):
             import_value(broken, "loss", strategy)
+
+
+def test_a_later_run_reads_what_an_earlier_exercises_check_cell_defined(tmp_path):
+    """A run after a timeout grades the remaining exercises only; chapter 3's third check
+    reads the batch the first check cell makes, so that cell's lines run there too."""
+    (chapter,) = chapters_with_exercises(load_manifest(), ["3"])
+    program = json.loads(write_program(chapter, tmp_path / "program.json").read_text())
+    answer = (
+        "def any_batch_loss(model, x, y):\n"
+        "    per_example = keras.losses.mean_squared_error(y, model(x, training=True))\n"
+        "    return tf.reduce_sum(per_example) / 10"
+    )
+    job = {"program": without_key(program), "run": 0, "replicas": 2, "seed": 0}
+    exports = {str(k): kind for k, kind in exported_exercises(program).items()}
+    job |= {"cases": {"3": [[0, answer]]}, "mode": "export", "exports": exports}
+    outcome = run_sandboxed(job, 600.0, hide=(tmp_path,))
+    (exported,) = [line for line in outcome.lines if line.get("kind") == "export"]
+    assert exported["names"]["any_batch_loss"]["kind"] == "loss", exported
