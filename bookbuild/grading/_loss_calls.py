@@ -35,17 +35,55 @@ ALLOWED_OPS = _replica_fns.ALLOWED_OPS | GRADIENT_OPS
 MAX_NUMBERS = 64  # numbers written in the loss (literal_numbers): a few
 _STEPS = itertools.count()  # each check's step gets all-reduce keys of its own
 _KEY = 3  # a collective's inputs: input, group size, group key, instance key, ordering tokens
+_KEYS = "mirrorbook_key_"  # the judge's instance-key constants, one per all-reduce
 
 
 def real(value) -> bool:
     return type(value) in (int, float) and math.isfinite(value) and abs(value) < 1e300
 
 
+def shapes(tf, structure) -> list:
+    """The static shape of each tensor of ``structure``, as a call's key holds it."""
+    return [list(getattr(t, "shape", ())) for t in tf.nest.flatten(structure)]
+
+
+def key_of(where, x_shapes: list, y_shapes: list) -> str:
+    """The key a call is recorded and found under: where it ran, and its inputs' shapes."""
+    return repr((where, x_shapes, y_shapes))
+
+
 def call_key(call: dict) -> str:
+    """:func:`key_of` a recorded call, its parts checked."""
     where = call["where"]
     if where != "eager" and type(where) is not int:
         raise ValueError("a call's replica is not a number")
-    return repr((where, _shape_list(call["x"]), _shape_list(call["y"])))
+    return key_of(where, _shape_list(call["x"]), _shape_list(call["y"]))
+
+
+def cut(graph, outputs: list[str], stop=frozenset()):
+    """A new ``GraphDef`` of the nodes ``outputs`` need, not looking past ``stop``'s nodes.
+
+    Raises:
+        _wire.ExportError: If a needed node is missing.
+    """
+    nodes = {node.name: node for node in graph.node}
+    keep, stack = set(), [name.split(":")[0] for name in outputs]
+    while stack:
+        name = stack.pop()
+        if name in keep:
+            continue
+        if name not in nodes:
+            raise _wire.ExportError("the exported loss's graph is incomplete")
+        keep.add(name)
+        if name not in stop:
+            stack += [i.lstrip("^").split(":")[0] for i in nodes[name].input]
+    made = type(graph)()
+    made.versions.CopyFrom(graph.versions)
+    made.library.CopyFrom(graph.library)
+    for node in graph.node:
+        if node.name in keep:
+            made.node.add().CopyFrom(node)
+    return made
 
 
 def _shape_list(shapes) -> list:
@@ -118,85 +156,68 @@ class Call:
         self.gradients = [None if g is None else str(g) for g in record["gradients"]]
         self.inputs = [str(i) for i in record["inputs"]]
         self.captures = {str(k): v for k, v in dict(record.get("captures", {})).items()}
-        self.graph = _runnable(graph, [self.loss, *filter(None, self.gradients)], self)
+        self.graph = self._runnable(graph, [self.loss, *filter(None, self.gradients)])
 
+    def _runnable(self, graph, outputs: list[str]):
+        """The graph, its all-reduces rewired, cut to ``outputs``, every operation allowed."""
+        import tensorflow as tf
 
-def _runnable(graph, outputs: list[str], call: Call):
-    """The graph, its all-reduces rewired, cut to ``outputs``, every operation allowed."""
-    import tensorflow as tf
-
-    collectives: list[str] = []
-    call.tokens = {}
-    for node in graph.node:
-        if node.op not in _replica_fns.COLLECTIVES:
-            continue
-        if len(collectives) >= 1024:
-            raise _wire.ExportError("your loss all-reduces more than 1024 times")
-        count = int(node.attr["Nordering_token"].i)
-        inputs = [i for i in node.input if not i.startswith("^")]
-        if count > 4 or len(inputs) != _KEY + 1 + count:
-            raise _wire.ExportError("the exported loss's all-reduce is not one the grader reads")
-        for token in inputs[_KEY + 1 :]:  # each device's ordering token: the judge's own
-            call.tokens[token.split(":")[0]] = device(node.device)
-        del node.input[:]
-        key = f"mirrorbook_key_{len(collectives)}"
-        node.input.extend([*inputs[:_KEY], key, *inputs[_KEY + 1 :]])
-        if collectives:
-            node.input.append(f"^{collectives[-1]}")
-        node.attr["timeout_seconds"].f = _replica_fns.COLLECTIVE_SECONDS
-        collectives.append(node.name)
-    call.collectives = len(collectives)
-    nodes = {node.name: node for node in graph.node}
-    keep, stack = set(), [o.split(":")[0] for o in outputs]
-    while stack:
-        name = stack.pop()
-        if name in keep:
-            continue
-        if name.startswith("mirrorbook_key_"):
-            continue
-        if name not in nodes:
-            raise _wire.ExportError("the exported loss's graph is incomplete")
-        keep.add(name)
-        stack += [i.lstrip("^").split(":")[0] for i in nodes[name].input]
-    from tensorflow.core.framework import graph_pb2
-
-    cut = graph_pb2.GraphDef()
-    cut.versions.CopyFrom(graph.versions)
-    cut.library.CopyFrom(graph.library)
-    for node in graph.node:
-        if node.name in keep:
-            cut.node.add().CopyFrom(node)
-    for rank, name in enumerate(collectives):  # each key a constant on its all-reduce's device
-        key = cut.node.add(name=f"mirrorbook_key_{rank}", op="Const", device=nodes[name].device)
-        key.attr["dtype"].type = tf.int32.as_datatype_enum
-        key.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(0, tf.int32))
-    refusals = _wire.refused(_wire.graph_ops(cut), ALLOWED_OPS)
-    nested = {node.op for f in cut.library.function for node in f.node_def}
-    if refusals:
-        raise _wire.ExportError(
-            f"your loss uses operations the grader does not run: {', '.join(refusals[:5])} "
-            "(a Python function, a variable the model does not own, or reading or writing "
-            "files): compute the loss from the model's predictions with TensorFlow operations"
+        if any(node.name.startswith(_KEYS) for node in graph.node):
+            raise _wire.ExportError("the exported loss's graph is not one the grader reads")
+        self.tokens: dict[str, str] = {}
+        collectives = []
+        for node in graph.node:
+            if node.op not in _replica_fns.COLLECTIVES:
+                continue
+            if len(collectives) >= 1024:
+                raise _wire.ExportError("your loss all-reduces more than 1024 times")
+            count = int(node.attr["Nordering_token"].i)
+            inputs = [i for i in node.input if not i.startswith("^")]
+            if count > 4 or len(inputs) != _KEY + 1 + count:
+                raise _wire.ExportError(
+                    "the exported loss's all-reduce is not one the grader reads"
+                )
+            for token in inputs[_KEY + 1 :]:  # each device's ordering token: the judge's own
+                self.tokens[token.split(":")[0]] = device(node.device)
+            del node.input[:]
+            key = f"{_KEYS}{len(collectives)}"
+            node.input.extend([*inputs[:_KEY], key, *inputs[_KEY + 1 :]])
+            if collectives:
+                node.input.append(f"^{collectives[-1].name}")
+            node.attr["timeout_seconds"].f = _replica_fns.COLLECTIVE_SECONDS
+            collectives.append(node)
+        for rank, node in enumerate(collectives):  # each key a constant on its device
+            key = graph.node.add(name=f"{_KEYS}{rank}", op="Const", device=node.device)
+            key.attr["dtype"].type = tf.int32.as_datatype_enum
+            key.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(0, tf.int32))
+        made = cut(graph, outputs)
+        refusals = _wire.refused(_wire.graph_ops(made), ALLOWED_OPS)
+        nested = {node.op for f in made.library.function for node in f.node_def}
+        if refusals:
+            raise _wire.ExportError(
+                f"your loss uses operations the grader does not run: {', '.join(refusals[:5])} "
+                "(a Python function, a variable the model does not own, or reading or writing "
+                "files): compute the loss from the model's predictions with TensorFlow operations"
+            )
+        if nested & _replica_fns.COLLECTIVES:
+            raise _wire.ExportError(
+                "your loss all-reduces inside a tf.function of its own: call "
+                "ctx.all_reduce(...) in compute_loss itself"
+            )
+        self.nodes = {node.name for node in made.node}
+        self.captures = {k: v for k, v in self.captures.items() if k.split(":")[0] in self.nodes}
+        placeholders = {node.name for node in made.node if node.op == "Placeholder"}
+        expected = (
+            {i.split(":")[0] for i in self.inputs}
+            | {c.split(":")[0] for c in self.captures}
+            | set(self.tokens)
         )
-    if nested & _replica_fns.COLLECTIVES:
-        raise _wire.ExportError(
-            "your loss all-reduces inside a tf.function of its own: call ctx.all_reduce(...) "
-            "in compute_loss itself"
-        )
-    call.nodes = {n.name for n in cut.node}
-    call.captures = {k: v for k, v in call.captures.items() if k.split(":")[0] in call.nodes}
-    placeholders = {n.name for n in cut.node if n.op == "Placeholder"}
-    expected = (
-        {i.split(":")[0] for i in call.inputs}
-        | {c.split(":")[0] for c in call.captures}
-        | set(call.tokens)
-    )
-    if placeholders - expected:
-        raise _wire.ExportError(
-            "your loss reads a variable or a tensor made outside it: compute it inside "
-            "compute_loss, from the model's predictions"
-        )
-    return cut
+        if placeholders - expected:
+            raise _wire.ExportError(
+                "your loss reads a variable or a tensor made outside it: compute it inside "
+                "compute_loss, from the model's predictions"
+            )
+        return made
 
 
 class Loss:
@@ -221,8 +242,7 @@ class Loss:
             context = tf.distribute.get_replica_context()
             where = context and tf.get_static_value(context.replica_id_in_sync_group)
             where = None if where is None else int(where)
-        shapes = [[list(getattr(t, "shape", ())) for t in tf.nest.flatten(p)] for p in (x, y)]
-        call = self.calls.get(repr((where, *shapes)))
+        call = self.calls.get(key_of(where, shapes(tf, x), shapes(tf, y)))
         if call is None:
             raise _wire.ExportError(
                 "the grader has no record of your loss called on this share of the batch: "
@@ -295,8 +315,8 @@ def _keyed(graph, base: int):
     keyed = type(graph)()
     keyed.CopyFrom(graph)
     for node in keyed.node:
-        if node.name.startswith("mirrorbook_key_"):
-            rank = int(node.name.removeprefix("mirrorbook_key_"))
+        if node.name.startswith(_KEYS):
+            rank = int(node.name.removeprefix(_KEYS))
             node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(base + rank, tf.int32))
     return keyed
 

@@ -94,10 +94,6 @@ def _weights(model) -> list:
     return [[v.path, list(v.shape), v.dtype, bool(v.trainable)] for v in model.variables]
 
 
-def _shapes(tf, structure) -> list:
-    return [list(getattr(t, "shape", ())) for t in tf.nest.flatten(structure)]
-
-
 def _outcome(tf, value) -> dict:
     """What a call returned, as the check's ``loss_problem`` reads it."""
     if value is None or isinstance(value, tuple | list | dict):
@@ -112,14 +108,15 @@ def _outcome(tf, value) -> dict:
 def _eager(calls, compute_loss, model, x, y) -> None:
     import tensorflow as tf
 
-    key = ("eager", _shapes(tf, x), _shapes(tf, y))
-    if repr(key) in calls:
+    entry = {"where": "eager", "x": _loss_calls.shapes(tf, x), "y": _loss_calls.shapes(tf, y)}
+    key = _loss_calls.key_of("eager", entry["x"], entry["y"])
+    if key in calls:
         return
     try:
         made = _outcome(tf, compute_loss(model, x, y))
     except Exception as error:  # noqa: BLE001 - the learner's code: its feedback
         made = {"error": f"{type(error).__name__}: {error}"[:2000]}
-    calls[repr(key)] = {"where": "eager", "x": key[1], "y": key[2], **made}
+    calls[key] = {**entry, **made}
 
 
 def _traced(calls, compute_loss, strategy, model, dist_x, dist_y) -> None:
@@ -143,7 +140,7 @@ def _traced(calls, compute_loss, strategy, model, dist_x, dist_y) -> None:
         x_m = tf.nest.pack_sequence_as(x_r, marked[:count])
         y_m = tf.nest.pack_sequence_as(y_r, marked[count:])
         w_m = [tf.identity(w, name=f"{_MARK}_{index}_w{k}") for k, w in enumerate(weights)]
-        entry = {"where": index, "x": _shapes(tf, x_r), "y": _shapes(tf, y_r)}
+        entry = {"where": index, "x": _loss_calls.shapes(tf, x_r), "y": _loss_calls.shapes(tf, y_r)}
         try:
             mapping = list(zip(variables, w_m, strict=True))
             with keras.StatelessScope(state_mapping=mapping), tf.GradientTape() as tape:
@@ -179,7 +176,7 @@ def _traced(calls, compute_loss, strategy, model, dist_x, dist_y) -> None:
         if outer.dtype != tf.resource
     }
     for index, entry in sorted(made.items()):
-        key = repr((index, entry["x"], entry["y"]))
+        key = _loss_calls.key_of(index, entry["x"], entry["y"])
         if "loss" in entry:
             alone = _alone(graph, entry)
             if len(alone) > _wire.MAX_GRAPH_BYTES:
@@ -190,36 +187,19 @@ def _traced(calls, compute_loss, strategy, model, dist_x, dist_y) -> None:
 
 def _alone(graph, entry: dict) -> bytes:
     """One replica's part of the step's graph: its outputs' ancestors, inputs as placeholders."""
-    from tensorflow.core.framework import graph_pb2
-
-    nodes = {node.name: node for node in graph.node}
     inputs = {name.split(":")[0] for name in entry["inputs"]}
     wanted = [entry["loss"], *(g for g in entry["gradients"] if g)]
-    keep, stack = set(), [name.split(":")[0] for name in wanted]
-    while stack:
-        name = stack.pop()
-        if name in keep or name not in nodes:
-            continue
-        keep.add(name)
-        if name not in inputs:
-            stack += [i.lstrip("^").split(":")[0] for i in nodes[name].input]
-    alone = graph_pb2.GraphDef()
-    alone.versions.CopyFrom(graph.versions)
-    alone.library.CopyFrom(graph.library)
-    for node in graph.node:
-        if node.name not in keep:
-            continue
-        copy = alone.node.add()
-        copy.CopyFrom(node)
-        if node.name in inputs:  # the marked identity becomes the input it stands for
-            copy.op = "Placeholder"
-            del copy.input[:]
-            dtype = node.attr["T"]
-            shape = node.attr.get("_output_shapes")
-            copy.attr.clear()
-            copy.attr["dtype"].CopyFrom(dtype)
+    alone = _loss_calls.cut(graph, wanted, stop=inputs)
+    traced = {node.name: node for node in graph.node if node.name in inputs}
+    for node in alone.node:
+        if node.name in traced:  # the marked identity becomes the input it stands for
+            node.op = "Placeholder"
+            del node.input[:]
+            node.attr.clear()
+            node.attr["dtype"].CopyFrom(traced[node.name].attr["T"])
+            shape = traced[node.name].attr.get("_output_shapes")
             if shape is not None and shape.list.shape:
-                copy.attr["shape"].shape.CopyFrom(shape.list.shape[0])
+                node.attr["shape"].shape.CopyFrom(shape.list.shape[0])
     return alone.SerializeToString()
 
 
