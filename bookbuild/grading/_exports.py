@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 
-from bookbuild.grading import _graph_filters, _losses, _replica_fns, _states, _values
+from bookbuild.grading import _clips, _graph_filters, _losses, _replica_fns, _states, _values
 from bookbuild.grading._wire import (
     ELEMENT_OPS,
     MAX_GRAPH_BYTES,
@@ -41,8 +41,9 @@ EXPORTED_CHECKS = {  # each check judged on exported answers, and the kind its a
     "check_all_reduce_ranking": "values",
     "check_all_reduce_growth": "values",
     "check_loss_step": "loss",
+    "check_clipping": "clip",
 }
-AT_CHECK = frozenset({"loss"})  # kinds exported with the check's other arguments, at the check
+AT_CHECK = frozenset({"loss", "clip"})  # kinds exported at the check, with its arguments
 PARAMETERS = ("REPLICAS", "SEED")  # names the runner sets in every process
 
 _DATASETS = {
@@ -122,17 +123,21 @@ def contexts(replicas: int) -> list[tuple[int, int, int]]:
     return [(p, i, r) for p in (1, 2) for r in counts for i in range(p)]
 
 
-def export_value(value, replicas: int, kind="dataset", strategy=None, arguments=()) -> dict:
+def export_value(  # noqa: PLR0913 - a kind of AT_CHECK also takes the check's arguments
+    value, replicas: int, kind="dataset", strategy=None, arguments=(), keywords=None
+) -> dict:
     """Serialize one asked name's value (in the student's process).
 
     Args:
         value: The value the answer gave the asked name.
         replicas: This run's replica count.
         kind: What the exercise's check reads: ``"dataset"``, ``"state"``,
-            ``"replica_fn"``, ``"values"`` or ``"loss"``.
+            ``"replica_fn"``, ``"values"``, ``"loss"`` or ``"clip"``.
         strategy: The chapter's strategy (a ``state`` records whether a value is its).
         arguments: The check's arguments after the answer, for a kind of :data:`AT_CHECK`
-            (a ``loss``: the strategy, the model function and the batch).
+            (a ``loss`` or a ``clip``: the strategy, the model function and the batch).
+        keywords: The check's keyword arguments, for a kind of :data:`AT_CHECK` (a
+            ``clip``: ``clip_norm`` and ``loss``).
 
     Raises:
         ExportError: If it cannot cross as that kind.
@@ -143,6 +148,11 @@ def export_value(value, replicas: int, kind="dataset", strategy=None, arguments=
         if len(arguments) < 3:
             raise ExportError("the check's call does not give a strategy, model_fn and batch")
         return _losses.describe(value, *arguments[:3])
+    if kind == "clip":
+        if len(arguments) < 3:
+            raise ExportError("the check's call does not give a strategy, model_fn and batch")
+        given = {k: v for k, v in (keywords or {}).items() if k in ("clip_norm", "loss")}
+        return _clips.describe(value, *arguments[:3], **given)
     if kind == "state":
         return {"kind": "state", "value": _states.describe(value, strategy)}
     if kind == "replica_fn":
@@ -221,6 +231,8 @@ def import_value(record: dict, kind: str = "dataset", strategy=None):
         return _replica_fns.rebuild(record, strategy)
     if kind == "loss" and found in ("loss", "state"):
         return _losses.rebuild(record, strategy)
+    if kind == "clip" and found in ("clip", "state"):
+        return _clips.rebuild(record, strategy)
     if kind == "values" and found == "values":
         return _values.rebuild(record.get("value"))
     if kind == "dataset" and found == "ellipsis":

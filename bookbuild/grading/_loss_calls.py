@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
+from typing import NamedTuple
 
 from bookbuild.grading import _replica_fns, _states, _wire
 
@@ -131,16 +132,25 @@ def face_of(name, signature) -> tuple[str, inspect.Signature | None]:
     return shown or "compute_loss", inspect.Signature(parameters)
 
 
+class Words(NamedTuple):
+    """How refusals name the traced answer: ``what`` it is, and what it computes ``from``."""
+
+    what: str  # "loss"
+    function: str  # "compute_loss"
+    source: str  # "the model's predictions"
+
+
+LOSS = Words("loss", "compute_loss", "the model's predictions")
+
+
 class Call:
     """One call's record, checked: an error, what it returned, or a loss's graph."""
 
     def __init__(self, record: dict) -> None:
-        from tensorflow.core.framework import graph_pb2
-
         self.error = record.get("error")
         self.returned = record.get("returned")
         self.shape = record.get("shape")
-        self.graph = None
+        self.traced = None
         if self.error is not None:
             self.error = str(self.error)[:2000]
             return
@@ -150,32 +160,47 @@ class Call:
         self.shape = checked_shape(self.shape) if self.shape is not None else None
         if self.shape != [] or record["where"] == "eager":
             return
+        self.gradients = [None if g is None else str(g) for g in record["gradients"]]
+        wanted = [str(record["loss"]), *filter(None, self.gradients)]
+        self.traced = Traced(record, wanted, LOSS)
+
+
+class Traced:
+    """One replica's part of a traced step, checked: what it reads and every operation.
+
+    Its placeholders are the ``inputs`` it was traced with, the values it captured and the
+    all-reduces' ordering tokens; :meth:`imported` runs it in the judge's step.
+    """
+
+    def __init__(self, record: dict, outputs: list[str], words: Words) -> None:
+        from tensorflow.core.framework import graph_pb2
+
         graph = graph_pb2.GraphDef()
         graph.ParseFromString(_wire.unpack(record["graph"]))
-        self.loss = str(record["loss"])
-        self.gradients = [None if g is None else str(g) for g in record["gradients"]]
+        self.outputs, self.words = outputs, words
         self.inputs = [str(i) for i in record["inputs"]]
         self.captures = {str(k): v for k, v in dict(record.get("captures", {})).items()}
-        self.graph = self._runnable(graph, [self.loss, *filter(None, self.gradients)])
+        self.graph = self._runnable(graph)
 
-    def _runnable(self, graph, outputs: list[str]):
-        """The graph, its all-reduces rewired, cut to ``outputs``, every operation allowed."""
+    def _runnable(self, graph):
+        """The graph, its all-reduces rewired, cut to its outputs, every operation allowed."""
         import tensorflow as tf
 
+        what = self.words.what
         if any(node.name.startswith(_KEYS) for node in graph.node):
-            raise _wire.ExportError("the exported loss's graph is not one the grader reads")
+            raise _wire.ExportError(f"the exported {what}'s graph is not one the grader reads")
         self.tokens: dict[str, str] = {}
         collectives = []
         for node in graph.node:
             if node.op not in _replica_fns.COLLECTIVES:
                 continue
             if len(collectives) >= 1024:
-                raise _wire.ExportError("your loss all-reduces more than 1024 times")
+                raise _wire.ExportError(f"your {what} all-reduces more than 1024 times")
             count = int(node.attr["Nordering_token"].i)
             inputs = [i for i in node.input if not i.startswith("^")]
             if count > 4 or len(inputs) != _KEY + 1 + count:
                 raise _wire.ExportError(
-                    "the exported loss's all-reduce is not one the grader reads"
+                    f"the exported {what}'s all-reduce is not one the grader reads"
                 )
             for token in inputs[_KEY + 1 :]:  # each device's ordering token: the judge's own
                 self.tokens[token.split(":")[0]] = device(node.device)
@@ -190,19 +215,21 @@ class Call:
             key = graph.node.add(name=f"{_KEYS}{rank}", op="Const", device=node.device)
             key.attr["dtype"].type = tf.int32.as_datatype_enum
             key.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(0, tf.int32))
-        made = cut(graph, outputs)
+        made = cut(graph, self.outputs)
         refusals = _wire.refused(_wire.graph_ops(made), ALLOWED_OPS)
         nested = {node.op for f in made.library.function for node in f.node_def}
+        function, source = self.words.function, self.words.source
         if refusals:
             raise _wire.ExportError(
-                f"your loss uses operations the grader does not run: {', '.join(refusals[:5])} "
-                "(a Python function, a variable the model does not own, or reading or writing "
-                "files): compute the loss from the model's predictions with TensorFlow operations"
+                f"your {what} uses operations the grader does not run: "
+                f"{', '.join(refusals[:5])} (a Python function, a variable the model does not "
+                f"own, or reading or writing files): compute it from {source} with "
+                "TensorFlow operations"
             )
         if nested & _replica_fns.COLLECTIVES:
             raise _wire.ExportError(
-                "your loss all-reduces inside a tf.function of its own: call "
-                "ctx.all_reduce(...) in compute_loss itself"
+                f"your {what} all-reduces inside a tf.function of its own: call "
+                f"ctx.all_reduce(...) in {function} itself"
             )
         self.nodes = {node.name for node in made.node}
         self.captures = {k: v for k, v in self.captures.items() if k.split(":")[0] in self.nodes}
@@ -214,10 +241,41 @@ class Call:
         )
         if placeholders - expected:
             raise _wire.ExportError(
-                "your loss reads a variable or a tensor made outside it: compute it inside "
-                "compute_loss, from the model's predictions"
+                f"your {what} reads a variable or a tensor made outside it: compute it inside "
+                f"{function}, from {source}"
             )
         return made
+
+    def imported(self, tf, values: list, tokens: dict, base: int) -> list:
+        """Its outputs, computed in the judge's current graph from ``values`` (its inputs).
+
+        ``tokens``: the judge's ordering-token variable per device; ``base``: the first of
+        the all-reduce keys this step's imports share.
+        """
+        here = tf.compat.v1.get_default_graph()
+        given = zip(self.inputs, values, strict=True)
+        feeds = {name: value for name, value in given if name.split(":")[0] in self.nodes}
+        for name, where in self.tokens.items():
+            if where not in tokens:
+                raise _wire.ExportError(
+                    f"your {self.words.what} all-reduces on a device the grader lacks"
+                )
+            feeds[f"{name}:0"] = here.capture(tokens[where].handle)
+        for name, value in self.captures.items():
+            feeds[name] = tf.convert_to_tensor(_states.rebuild(value, None))
+        with here.device(None):
+            return tf.graph_util.import_graph_def(
+                _keyed(self.graph, base),
+                input_map=feeds,
+                return_elements=self.outputs,
+                name="answer",
+            )
+
+
+def step_keys(made: dict, tf) -> int:
+    """The first all-reduce key of the step being traced: one range per traced step."""
+    here = tf.compat.v1.get_default_graph()
+    return made.setdefault(id(here), _replica_fns.INSTANCE_KEYS + 1024 * next(_STEPS))
 
 
 class Loss:
@@ -252,7 +310,7 @@ class Loss:
             raise recorded_error(call.error)
         if call.returned is not None:
             return _returned(call.returned)
-        if call.graph is None:
+        if call.traced is None:
             shape = call.shape or []
             concrete = [0 if d is None else d for d in shape]
             if tf.executing_eagerly():
@@ -267,27 +325,14 @@ class Loss:
                 "the model your loss was traced with is not the one the check builds: run "
                 "the chapter's cells as they are, with its model_fn"
             )
-        here = tf.compat.v1.get_default_graph()
-        base = self.made.setdefault(id(here), _replica_fns.INSTANCE_KEYS + 1024 * next(_STEPS))
+        base = step_keys(self.made, tf)
         reads = [tf.convert_to_tensor(v) for v in model.variables]
         leaves = tf.nest.flatten(x) + tf.nest.flatten(y)
         trainable = [i for i, w in enumerate(self.weights) if w[2]]
 
         @tf.custom_gradient
         def loss(*weights):
-            given = zip(call.inputs, [*leaves, *weights], strict=True)
-            feeds = {name: value for name, value in given if name.split(":")[0] in call.nodes}
-            for name, device in call.tokens.items():
-                if device not in self.tokens:
-                    raise _wire.ExportError("your loss all-reduces on a device the grader lacks")
-                feeds[f"{name}:0"] = here.capture(self.tokens[device].handle)
-            for name, value in call.captures.items():
-                feeds[name] = tf.convert_to_tensor(_states.rebuild(value, None))
-            wanted = [call.loss, *filter(None, call.gradients)]
-            with here.device(None):
-                made = tf.graph_util.import_graph_def(
-                    _keyed(call.graph, base), input_map=feeds, return_elements=wanted, name="answer"
-                )
+            made = call.traced.imported(tf, [*leaves, *weights], self.tokens, base)
             value, found = made[0], iter(made[1:])
             gradients = [None if g is None else next(found) for g in call.gradients]
 
@@ -300,6 +345,41 @@ class Loss:
             return value, gradient
 
         return loss(*reads)
+
+
+def rebuilt(record, strategy, what: str, build):
+    """``build(record)`` for a record the student's process wrote of ``what``, or its state.
+
+    A value that is not a function crossed as state (the check names its type).
+
+    Raises:
+        _wire.ExportError: If the record is malformed (any error of ``build`` but this one).
+    """
+    if not isinstance(record, dict):
+        raise _wire.ExportError("the exported answer is not one the grader reads")
+    if record.get("kind") == "state":
+        return _states.rebuild(record.get("value"), strategy)
+    try:
+        return build(record)
+    except _wire.ExportError:
+        raise
+    except Exception as error:  # noqa: BLE001 - malformed data from the student's side
+        raise _wire.ExportError(f"the exported {what} is not one the grader reads") from error
+
+
+def ordering_tokens(strategy, traced: list) -> dict:
+    """The judge's ordering-token variable per device, if any of ``traced`` all-reduces.
+
+    Made before the check traces its step: one made while tracing retraces it.
+    """
+    import tensorflow as tf
+
+    tokens = {}
+    if any(t is not None and t.tokens for t in traced):
+        for name in strategy.extended.worker_devices:
+            with tf.device(name):
+                tokens[device(name)] = tf.Variable(0.0, name="ordering_token")
+    return tokens
 
 
 def device(name: str) -> str:

@@ -168,29 +168,39 @@ def _traced(calls, compute_loss, strategy, model, dist_x, dist_y) -> None:
         return strategy.run(replica, args=(x_d, y_d, *weights))
 
     weights = [tf.convert_to_tensor(v) for v in variables]
-    traced = tf.function(step).get_concrete_function(dist_x, dist_y, weights)
-    graph = traced.graph.as_graph_def()
+    graph, captures = traced_step(tf.function(step), strategy, dist_x, dist_y, weights)
+    for index, entry in sorted(made.items()):
+        key = _loss_calls.key_of(index, entry["x"], entry["y"])
+        if "loss" in entry:
+            wanted = [entry["loss"], *(g for g in entry["gradients"] if g)]
+            alone = alone_graph(graph, entry["inputs"], wanted)
+            entry = {**entry, "graph": alone, "captures": captures}
+        calls.setdefault(key, entry)
+
+
+def traced_step(step, strategy, *args) -> tuple:
+    """``(GraphDef, captures)`` of ``step`` traced on ``args``: what it captured, by value."""
+    import tensorflow as tf
+
+    traced = step.get_concrete_function(*args)
     captures = {
         inner.name: _states.describe(outer, strategy, 1)
         for outer, inner in traced.graph.captures
         if outer.dtype != tf.resource
     }
-    for index, entry in sorted(made.items()):
-        key = _loss_calls.key_of(index, entry["x"], entry["y"])
-        if "loss" in entry:
-            alone = _alone(graph, entry)
-            if len(alone) > _wire.MAX_GRAPH_BYTES:
-                raise _wire.ExportError(f"its graph takes {len(alone)} bytes, over the limit")
-            entry = {**entry, "graph": _wire.pack(alone), "captures": captures}
-        calls.setdefault(key, entry)
+    return traced.graph.as_graph_def(), captures
 
 
-def _alone(graph, entry: dict) -> bytes:
-    """One replica's part of the step's graph: its outputs' ancestors, inputs as placeholders."""
-    inputs = {name.split(":")[0] for name in entry["inputs"]}
-    wanted = [entry["loss"], *(g for g in entry["gradients"] if g)]
-    alone = _loss_calls.cut(graph, wanted, stop=inputs)
-    traced = {node.name: node for node in graph.node if node.name in inputs}
+def alone_graph(graph, inputs: list[str], outputs: list[str]) -> str:
+    """One replica's part of a step's graph, packed: ``outputs``' ancestors, ``inputs``
+    (the identities that mark what the replica was given) as placeholders.
+
+    Raises:
+        _wire.ExportError: If it is larger than ``_wire.MAX_GRAPH_BYTES``.
+    """
+    marks = {name.split(":")[0] for name in inputs}
+    alone = _loss_calls.cut(graph, outputs, stop=marks)
+    traced = {node.name: node for node in graph.node if node.name in marks}
     for node in alone.node:
         if node.name in traced:  # the marked identity becomes the input it stands for
             node.op = "Placeholder"
@@ -200,7 +210,10 @@ def _alone(graph, entry: dict) -> bytes:
             shape = traced[node.name].attr.get("_output_shapes")
             if shape is not None and shape.list.shape:
                 node.attr["shape"].shape.CopyFrom(shape.list.shape[0])
-    return alone.SerializeToString()
+    made = alone.SerializeToString()
+    if len(made) > _wire.MAX_GRAPH_BYTES:
+        raise _wire.ExportError(f"its graph takes {len(made)} bytes, over the limit")
+    return _wire.pack(made)
 
 
 def _number(value) -> int | float | None:
@@ -219,25 +232,14 @@ def rebuild(record: dict, strategy):
         _wire.ExportError: If the record is malformed, or a graph uses a refused operation
             or reads a variable.
     """
-    if not isinstance(record, dict):
-        raise _wire.ExportError("the exported answer is not one the grader reads")
-    if record.get("kind") == "state":
-        return _states.rebuild(record.get("value"), strategy)
-    try:
+
+    def loss(record: dict):
         calls = {_loss_calls.call_key(c): _loss_calls.Call(c) for c in record["calls"][:MAX_CALLS]}
         weights = [_loss_calls.checked_weight(*w) for w in record["weights"]]
         written = record.get("numbers", [])[: _loss_calls.MAX_NUMBERS]
         numbers = tuple(n for n in written if _loss_calls.real(n))
         name, signature = _loss_calls.face_of(record.get("name"), record.get("signature"))
-    except _wire.ExportError:
-        raise
-    except Exception as error:  # noqa: BLE001 - malformed data from the student's side
-        raise _wire.ExportError("the exported loss is not one the grader reads") from error
-    import tensorflow as tf
+        tokens = _loss_calls.ordering_tokens(strategy, [c.traced for c in calls.values()])
+        return _loss_calls.Loss(calls, weights, numbers, name, signature, tokens)
 
-    tokens = {}  # made before the check traces its step: one made while tracing retraces it
-    if any(call.graph is not None and call.tokens for call in calls.values()):
-        for device in strategy.extended.worker_devices:
-            with tf.device(device):
-                tokens[_loss_calls.device(device)] = tf.Variable(0.0, name="ordering_token")
-    return _loss_calls.Loss(calls, weights, numbers, name, signature, tokens)
+    return _loss_calls.rebuilt(record, strategy, "loss", loss)

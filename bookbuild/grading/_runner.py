@@ -180,11 +180,11 @@ class Runner:
         if mode == "export" and cases is not None and not at_check:
             self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
 
-    def export(self, step: dict, case, answer, arguments=()) -> None:
+    def export(self, step: dict, case, answer, arguments=(), keywords=None) -> None:
         """Write what a case's answer exported (the student's process: data, not verdicts).
 
-        ``arguments``: the check's other arguments, for a kind exported at the check
-        (``_exports.AT_CHECK``).
+        ``arguments``, ``keywords``: the check's other arguments, for a kind exported at the
+        check (``_exports.AT_CHECK``).
         """
         line = {"kind": "export", "run": self.job["run"], "exercise": step["exercise"]}
         if isinstance(answer, str):
@@ -194,7 +194,9 @@ class Runner:
         reads = {n: self.ns[n] for n in self.reads(step) if n in self.ns}  # the chapter's
         try:
             names = {
-                n: _exports.export_value(v, self.job["replicas"], kind, strategy, arguments)
+                n: _exports.export_value(
+                    v, self.job["replicas"], kind, strategy, arguments, keywords
+                )
                 for n, v in {**answer, **reads}.items()
             }
         except _exports.ExportError as error:
@@ -273,19 +275,24 @@ class Runner:
         exec(self.code(ast.unparse(tree.body[:-1]), f"<check cell {step['cell']}>"), self.ns)
         self.verify(f"chapter cell {step['cell']}")
         call = tree.body[-1].value
+        positional = [ast.unparse(a) for a in call.args[1:]]
+        named = {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg is not None}
         for case, answer in self.pending.pop(step["exercise"], []):
-            arguments = []
+            values = ([], {})
             if not isinstance(answer, str):
                 bindings = {**self.ns, **answer}
-                values, error = _in_thread(
-                    lambda b=bindings: [eval(ast.unparse(a), b) for a in call.args[1:]]  # noqa: S307
+                read, error = _in_thread(
+                    lambda b=bindings: (
+                        [eval(a, b) for a in positional],  # noqa: S307
+                        {k: eval(v, b) for k, v in named.items()},  # noqa: S307
+                    )
                 )
                 _ended(error, f"the export of exercise {step['exercise']}", step["exercise"])
                 if error is not None:
                     why = self.trusted["raised"](error)
                     answer = f"the check's arguments could not be read: {why}"
-                arguments = values or []
-            self.export(step, case, answer, arguments)
+                values = read or values
+            self.export(step, case, answer, *values)
         if str(step["exercise"]) in self.job["cases"]:
             self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
 

@@ -28,6 +28,8 @@ from bookbuild.grading.program import write_program
 from bookbuild.grading.sandbox import run_sandboxed
 from bookbuild.labs import chapters_with_exercises
 from bookbuild.manifest import load_manifest
+from tests.bookbuild import traced_answers as traced
+from tests.bookbuild.traced_answers import make_model, regression
 
 # Grading runs only in the book's environment (dev.py grade): these run in the reference job.
 pytestmark = pytest.mark.grading
@@ -69,18 +71,9 @@ CASES = {
 }
 
 
-def make_model():
-    keras.utils.set_random_seed(3)
-    return keras.Sequential(
-        [keras.Input((8,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)]
-    )
-
-
 @pytest.fixture(scope="module")
 def batches():
-    rng = np.random.default_rng(3)
-    x = rng.normal(size=(32, 8)).astype("float32")
-    y = rng.normal(size=(32, 1)).astype("float32")
+    x, y = regression()
     return [(x[:10], y[:10]), (x, y)]
 
 
@@ -102,30 +95,11 @@ def test_the_rebuilt_loss_gets_the_verdict_the_loss_gets(case, strategy, batches
     assert (again.passed, again.message) == (verdict.passed, verdict.message)
 
 
-REFUSED = {
-    "a Python callback": (
-        HEAD + "    scale = tf.reshape(tf.py_function(lambda: 1.0, [], tf.float32), [])\n"
-        f"    return scale * tf.reduce_sum({PRED})",
-        "operations the grader does not run: EagerPyFunc",
-    ),
-    "a variable made outside": (
-        "weight = tf.Variable(1 / 32)\n" + HEAD + f"    return weight * tf.reduce_sum({PRED})",
-        "operations the grader does not run: ReadVariableOp",
-    ),
-    "reading a file": (
-        HEAD + "    scale = tf.strings.to_number(tf.io.read_file('/etc/hostname'))\n"
-        f"    return scale * tf.reduce_sum({PRED})",
-        "ReadFile",
-    ),
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("case", REFUSED)
+@pytest.mark.parametrize("case", traced.REFUSED)
 def test_a_graph_the_judge_must_not_run_is_refused_with_its_reason(case, strategy, batches):
-    code, words = REFUSED[case]
+    code = traced.refused_answer(case, HEAD, f"scale * tf.reduce_sum({PRED})")
     _, record = _both(code, strategy, batches)
-    with pytest.raises(ExportError, match=words):
-        import_value(record, "loss", strategy)
+    traced.assert_refused(case, record, "loss", strategy)
 
 
 def test_a_record_without_the_checks_calls_or_with_another_model_passes_nothing(strategy, batches):
