@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from bookbuild.grading import _loss_calls, _losses, _states, _wire
+from bookbuild.grading import _loss_calls, _states, _traced_calls, _wire
 
 MAX_CALLS = 64  # three bounds on at most 16 replicas, with room
 _MARK = "mirrorbook_gradient"  # the identities that mark a replica's gradients
@@ -80,8 +80,6 @@ def _traced(clip, strategy, variables, bound: float) -> list[dict]:
     """
     import tensorflow as tf
 
-    from mirrorkit.checks._learner_runs import LearnerError, run_learner
-
     made: dict[int, dict] = {}
 
     def replica(*gradients):
@@ -111,17 +109,16 @@ def _traced(clip, strategy, variables, bound: float) -> list[dict]:
         return strategy.run(replica, args=gradients)
 
     specs = [tf.TensorSpec(v.shape, v.dtype) for v in variables]
-    try:
-        graph, captures = run_learner(_losses.traced_step, tf.function(step), strategy, *specs)
-    except LearnerError as error:  # the check's sentence for it, from the same trace
-        failed = max(i for i, entry in made.items() if entry["stub"]) if made else 0
-        calls = [{"where": i, "bound": bound, "stub": True} for i in sorted(made) if i != failed]
-        return [*calls, {"where": failed, "bound": bound, "error": str(error)[:2000]}]
+    graph, captures, failed = _traced_calls.traced_or_failed(
+        tf.function(step), strategy, specs, made, {"bound": bound}
+    )
+    if failed is not None:
+        return failed
     calls = []
     for _, entry in sorted(made.items()):
         wanted = [name for name in entry.get("items", []) if _is_tensor(name)]
         if wanted:
-            graph_bytes = _losses.alone_graph(graph, entry["inputs"], wanted)
+            graph_bytes = _traced_calls.alone_graph(graph, entry["inputs"], wanted)
             entry = {**entry, "graph": graph_bytes, "captures": captures}
         calls.append(entry)
     return calls

@@ -22,7 +22,15 @@ from __future__ import annotations
 
 import ast
 
-from bookbuild.grading import _clips, _graph_filters, _losses, _replica_fns, _states, _values
+from bookbuild.grading import (
+    _accumulations,
+    _clips,
+    _graph_filters,
+    _losses,
+    _replica_fns,
+    _states,
+    _values,
+)
 from bookbuild.grading._wire import (
     ELEMENT_OPS,
     MAX_GRAPH_BYTES,
@@ -42,8 +50,11 @@ EXPORTED_CHECKS = {  # each check judged on exported answers, and the kind its a
     "check_all_reduce_growth": "values",
     "check_loss_step": "loss",
     "check_clipping": "clip",
+    "check_accumulation": "accumulate",
 }
-AT_CHECK = frozenset({"loss", "clip"})  # kinds exported at the check, with its arguments
+AT_CHECK = frozenset(
+    {"loss", "clip", "accumulate"}
+)  # kinds exported at the check, with its arguments
 PARAMETERS = ("REPLICAS", "SEED")  # names the runner sets in every process
 
 _DATASETS = {
@@ -132,12 +143,13 @@ def export_value(  # noqa: PLR0913 - a kind of AT_CHECK also takes the check's a
         value: The value the answer gave the asked name.
         replicas: This run's replica count.
         kind: What the exercise's check reads: ``"dataset"``, ``"state"``,
-            ``"replica_fn"``, ``"values"``, ``"loss"`` or ``"clip"``.
+            ``"replica_fn"``, ``"values"``, ``"loss"``, ``"clip"`` or ``"accumulate"``.
         strategy: The chapter's strategy (a ``state`` records whether a value is its).
         arguments: The check's arguments after the answer, for a kind of :data:`AT_CHECK`
-            (a ``loss`` or a ``clip``: the strategy, the model function and the batch).
+            (the strategy, the model function and the data; an ``accumulate``'s ``apply``
+            first).
         keywords: The check's keyword arguments, for a kind of :data:`AT_CHECK` (a
-            ``clip``: ``clip_norm`` and ``loss``).
+            ``clip``'s ``clip_norm``, an ``accumulate``'s ``micro_steps``).
 
     Raises:
         ExportError: If it cannot cross as that kind.
@@ -148,11 +160,15 @@ def export_value(  # noqa: PLR0913 - a kind of AT_CHECK also takes the check's a
         if len(arguments) < 3:
             raise ExportError("the check's call does not give a strategy, model_fn and batch")
         return _losses.describe(value, *arguments[:3])
-    if kind == "clip":
-        if len(arguments) < 3:
-            raise ExportError("the check's call does not give a strategy, model_fn and batch")
-        given = {k: v for k, v in (keywords or {}).items() if k in ("clip_norm", "loss")}
-        return _clips.describe(value, *arguments[:3], **given)
+    if kind in ("clip", "accumulate"):
+        describe, count, names = {
+            "clip": (_clips.describe, 3, ("clip_norm", "loss")),
+            "accumulate": (_accumulations.describe, 4, ("micro_steps", "loss")),
+        }[kind]
+        if len(arguments) < count:
+            raise ExportError("the check's call does not give its model_fn and data")
+        given = {k: v for k, v in (keywords or {}).items() if k in names}
+        return describe(value, *arguments[:count], **given)
     if kind == "state":
         return {"kind": "state", "value": _states.describe(value, strategy)}
     if kind == "replica_fn":
@@ -233,6 +249,8 @@ def import_value(record: dict, kind: str = "dataset", strategy=None):
         return _losses.rebuild(record, strategy)
     if kind == "clip" and found in ("clip", "state"):
         return _clips.rebuild(record, strategy)
+    if kind == "accumulate" and found in ("accumulate", "state"):
+        return _accumulations.rebuild(record, strategy)
     if kind == "values" and found == "values":
         return _values.rebuild(record.get("value"))
     if kind == "dataset" and found == "ellipsis":

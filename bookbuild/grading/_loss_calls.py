@@ -58,7 +58,7 @@ def call_key(call: dict) -> str:
     where = call["where"]
     if where != "eager" and type(where) is not int:
         raise ValueError("a call's replica is not a number")
-    return key_of(where, _shape_list(call["x"]), _shape_list(call["y"]))
+    return key_of(where, shape_list(call["x"]), shape_list(call["y"]))
 
 
 def cut(graph, outputs: list[str], stop=frozenset()):
@@ -87,7 +87,7 @@ def cut(graph, outputs: list[str], stop=frozenset()):
     return made
 
 
-def _shape_list(shapes) -> list:
+def shape_list(shapes) -> list:
     if not isinstance(shapes, list) or len(shapes) > 16:
         raise ValueError("not a list of shapes")
     return [checked_shape(s) for s in shapes]
@@ -172,12 +172,13 @@ class Traced:
     all-reduces' ordering tokens; :meth:`imported` runs it in the judge's step.
     """
 
-    def __init__(self, record: dict, outputs: list[str], words: Words) -> None:
+    def __init__(self, record: dict, outputs: list[str], words: Words, allowed=None) -> None:
         from tensorflow.core.framework import graph_pb2
 
         graph = graph_pb2.GraphDef()
         graph.ParseFromString(_wire.unpack(record["graph"]))
         self.outputs, self.words = outputs, words
+        self.allowed = ALLOWED_OPS if allowed is None else allowed
         self.inputs = [str(i) for i in record["inputs"]]
         self.captures = {str(k): v for k, v in dict(record.get("captures", {})).items()}
         self.graph = self._runnable(graph)
@@ -216,7 +217,7 @@ class Traced:
             key.attr["dtype"].type = tf.int32.as_datatype_enum
             key.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(0, tf.int32))
         made = cut(graph, self.outputs)
-        refusals = _wire.refused(_wire.graph_ops(made), ALLOWED_OPS)
+        refusals = _wire.refused(_wire.graph_ops(made), self.allowed)
         nested = {node.op for f in made.library.function for node in f.node_def}
         function, source = self.words.function, self.words.source
         if refusals:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import inspect
 
-from bookbuild.grading import _loss_calls, _states, _wire
+from bookbuild.grading import _loss_calls, _states, _traced_calls, _wire
 
 MAX_CALLS = 64  # calls one export may record: a check makes a few per batch
 _MARK = "mirrorbook_input"  # the identities that mark a traced replica's inputs
@@ -168,52 +168,16 @@ def _traced(calls, compute_loss, strategy, model, dist_x, dist_y) -> None:
         return strategy.run(replica, args=(x_d, y_d, *weights))
 
     weights = [tf.convert_to_tensor(v) for v in variables]
-    graph, captures = traced_step(tf.function(step), strategy, dist_x, dist_y, weights)
+    graph, captures = _traced_calls.traced_step(
+        tf.function(step), strategy, dist_x, dist_y, weights
+    )
     for index, entry in sorted(made.items()):
         key = _loss_calls.key_of(index, entry["x"], entry["y"])
         if "loss" in entry:
             wanted = [entry["loss"], *(g for g in entry["gradients"] if g)]
-            alone = alone_graph(graph, entry["inputs"], wanted)
+            alone = _traced_calls.alone_graph(graph, entry["inputs"], wanted)
             entry = {**entry, "graph": alone, "captures": captures}
         calls.setdefault(key, entry)
-
-
-def traced_step(step, strategy, *args) -> tuple:
-    """``(GraphDef, captures)`` of ``step`` traced on ``args``: what it captured, by value."""
-    import tensorflow as tf
-
-    traced = step.get_concrete_function(*args)
-    captures = {
-        inner.name: _states.describe(outer, strategy, 1)
-        for outer, inner in traced.graph.captures
-        if outer.dtype != tf.resource
-    }
-    return traced.graph.as_graph_def(), captures
-
-
-def alone_graph(graph, inputs: list[str], outputs: list[str]) -> str:
-    """One replica's part of a step's graph, packed: ``outputs``' ancestors, ``inputs``
-    (the identities that mark what the replica was given) as placeholders.
-
-    Raises:
-        _wire.ExportError: If it is larger than ``_wire.MAX_GRAPH_BYTES``.
-    """
-    marks = {name.split(":")[0] for name in inputs}
-    alone = _loss_calls.cut(graph, outputs, stop=marks)
-    traced = {node.name: node for node in graph.node if node.name in marks}
-    for node in alone.node:
-        if node.name in traced:  # the marked identity becomes the input it stands for
-            node.op = "Placeholder"
-            del node.input[:]
-            node.attr.clear()
-            node.attr["dtype"].CopyFrom(traced[node.name].attr["T"])
-            shape = traced[node.name].attr.get("_output_shapes")
-            if shape is not None and shape.list.shape:
-                node.attr["shape"].shape.CopyFrom(shape.list.shape[0])
-    made = alone.SerializeToString()
-    if len(made) > _wire.MAX_GRAPH_BYTES:
-        raise _wire.ExportError(f"its graph takes {len(made)} bytes, over the limit")
-    return _wire.pack(made)
 
 
 def _number(value) -> int | float | None:

@@ -148,16 +148,7 @@ def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, l
     reference, model, optimizer = reference_and_copy(
         tf, strategy, model_fn, x, LEARNING_RATE, "data"
     )
-    with strategy.scope():
-        accumulators = [
-            tf.Variable(
-                tf.zeros(v.shape, v.dtype),
-                trainable=False,
-                synchronization=tf.VariableSynchronization.ON_READ,
-                aggregation=tf.VariableAggregation.SUM,
-            )
-            for v in model.trainable_variables
-        ]
+    accumulators = zero_accumulators(tf, strategy, model)
 
     def add(batch):
         return strategy.run(lambda x_r, y_r: accumulate(model, accumulators, x_r, y_r), args=batch)
@@ -187,6 +178,30 @@ def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, l
     per_replica = micro // strategy.num_replicas_in_sync
     rtol = Precision.of(reference, None, None).rtol
     return _Accumulated(tuple(applied), tuple(expected), tuple(last), per_replica, rtol)
+
+
+def zero_accumulators(tf, strategy, model) -> list:
+    """One zero ``ON_READ``, ``SUM`` variable per trainable weight, in ``strategy``'s scope.
+
+    Example:
+        >>> import keras, tensorflow as tf
+        >>> import mirrorkit as mk
+        >>> strategy = mk.make_strategy()
+        >>> with strategy.scope():
+        ...     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> [tuple(a.shape) for a in zero_accumulators(tf, strategy, model)]
+        [(2, 1), (1,)]
+    """
+    with strategy.scope():
+        return [
+            tf.Variable(
+                tf.zeros(v.shape, v.dtype),
+                trainable=False,
+                synchronization=tf.VariableSynchronization.ON_READ,
+                aggregation=tf.VariableAggregation.SUM,
+            )
+            for v in model.trainable_variables
+        ]
 
 
 def _cut(tf, structure, part: slice):

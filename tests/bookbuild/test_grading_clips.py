@@ -10,9 +10,7 @@ check's calls, are refused. Chapter 8 is graded by export through the sandbox in
 `tests/book/test_labs.py`.
 """
 
-import importlib.util
 import json
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -61,16 +59,7 @@ EXTRA = {
 }
 
 
-def _variants() -> dict[str, str]:
-    path = Path(__file__).parents[1] / "book" / "variants" / "08_scaling_the_batch.py"
-    spec = importlib.util.spec_from_file_location("variants_08_clips", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    cases = {f"right {k}": code for k, code in enumerate(module.RIGHT[2])}
-    return cases | {name: code for name, code, _ in module.WRONG[2]} | EXTRA
-
-
-CASES = _variants()
+CASES = traced.chapter_8_variants(2) | EXTRA
 
 
 @pytest.fixture(scope="module")

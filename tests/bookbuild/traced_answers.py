@@ -6,6 +6,9 @@ own way. Each case is a line before the answer's function (if any), and the valu
 The judge refuses each by the operation it names.
 """
 
+import importlib.util
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
@@ -33,9 +36,10 @@ def refused_answer(case: str, head: str, returned: str) -> str:
     return f"{before}{head}    scale = {scale}\n    return {returned}"
 
 
-def assert_refused(case: str, record: dict, kind: str, strategy) -> None:
-    """The judge refuses ``record`` (the export of :func:`refused_answer`), naming why."""
-    with pytest.raises(ExportError, match=REFUSED[case][2]):
+def assert_refused(case: str, record: dict, kind: str, strategy, words=None) -> None:
+    """The judge refuses ``record`` (the export of :func:`refused_answer`), naming why
+    (``words``: the kind's own, where they differ)."""
+    with pytest.raises(ExportError, match=words or REFUSED[case][2]):
         import_value(record, kind, strategy)
 
 
@@ -52,3 +56,13 @@ def regression(examples: int = 32) -> tuple:
     rng = np.random.default_rng(3)
     x = rng.normal(size=(examples, 8)).astype("float32")
     return x, (3.0 * x @ rng.normal(size=(8, 1))).astype("float32")
+
+
+def chapter_8_variants(exercise: int) -> dict[str, str]:
+    """``{label: answer}``: the right and wrong answers of chapter 8's ``exercise``."""
+    path = Path(__file__).parents[1] / "book" / "variants" / "08_scaling_the_batch.py"
+    spec = importlib.util.spec_from_file_location(f"variants_08_{exercise}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    right = {f"right {k}": code for k, code in enumerate(module.RIGHT[exercise])}
+    return right | {name: code for name, code, _ in module.WRONG[exercise]}
