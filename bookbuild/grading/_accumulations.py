@@ -20,14 +20,14 @@ Example:
 
 from __future__ import annotations
 
-from bookbuild.grading import _loss_calls, _states, _traced_calls, _wire
+from bookbuild.grading import _loss_calls, _states, _traced_calls, _traced_graphs, _wire
 
 ALLOWED_OPS = _loss_calls.ALLOWED_OPS | {
     "AssignAddVariableOp", "AssignSubVariableOp", "AssignVariableOp", "ReadVariableOp",
 }  # fmt: skip
 MAX_CALLS = 64
 _MARK = "mirrorbook_micro"  # the identities that mark a replica's share of the micro-batch
-WORDS = _loss_calls.Words("accumulation step", "accumulate", "the model, accumulators and data")
+WORDS = _traced_graphs.Words("accumulation step", "accumulate", "the model, accumulators and data")
 _ROLES = ("model", "accumulator")
 
 
@@ -157,7 +157,7 @@ class _Call:
             self.variables.append((str(name), role, k))
         inputs = [*map(str, record["inputs"]), *(name for name, _, _ in self.variables)]
         ops = [str(op) for op in record["ops"][:100_000]]
-        self.traced = _loss_calls.Traced({**record, "inputs": inputs}, ops, WORDS, ALLOWED_OPS)
+        self.traced = _traced_graphs.Traced({**record, "inputs": inputs}, ops, WORDS, ALLOWED_OPS)
 
 
 class Accumulate:
@@ -199,7 +199,7 @@ class Accumulate:
             for _, role, k in call.variables
         ]
         values = [*tf.nest.flatten((x, y)), *handles]
-        call.traced.imported(tf, values, self.tokens, _loss_calls.step_keys(self.made, tf))
+        call.traced.imported(tf, values, self.tokens, _traced_graphs.step_keys(self.made, tf))
         return None
 
 
@@ -221,7 +221,7 @@ def rebuild(record: dict, strategy):
             raise ValueError("not a count")
         count = {"model": weights, "accumulator": len(variables) - weights}
         calls = {c.where: c for c in (_Call(r, count) for r in record["calls"][:MAX_CALLS])}
-        tokens = _loss_calls.ordering_tokens(strategy, [c.traced for c in calls.values()])
+        tokens = _traced_graphs.ordering_tokens(strategy, [c.traced for c in calls.values()])
         return Accumulate(calls, variables, tokens)
 
-    return _loss_calls.rebuilt(record, strategy, "accumulation step", accumulate)
+    return _traced_graphs.rebuilt(record, strategy, "accumulation step", accumulate)

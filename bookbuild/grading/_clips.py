@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import math
 
-from bookbuild.grading import _loss_calls, _states, _traced_calls, _wire
+from bookbuild.grading import _loss_calls, _states, _traced_calls, _traced_graphs, _wire
 
 MAX_CALLS = 64  # three bounds on at most 16 replicas, with room
 _MARK = "mirrorbook_gradient"  # the identities that mark a replica's gradients
-WORDS = _loss_calls.Words("clip function", "clip_after_sum", "the gradients it is given")
+WORDS = _traced_graphs.Words("clip function", "clip_after_sum", "the gradients it is given")
 
 
 def _bounds(given: float, norm: float, replicas: int) -> list[float]:
@@ -156,7 +156,7 @@ class _Call:
         self.items = [None if i is None else str(i)[:200] for i in record["items"][:4096]]
         wanted = [i for i in self.items if _is_tensor(i)]
         if wanted:
-            self.traced = _loss_calls.Traced(record, wanted, WORDS)
+            self.traced = _traced_graphs.Traced(record, wanted, WORDS, _loss_calls.ALLOWED_OPS)
 
 
 class Clip:
@@ -203,7 +203,7 @@ class Clip:
             return _returned(call.returned, call.length)
         made = iter([])
         if call.traced is not None:
-            base = _loss_calls.step_keys(self.made, tf)
+            base = _traced_graphs.step_keys(self.made, tf)
             made = iter(call.traced.imported(tf, list(gradients), self.tokens, base))
         return [
             None if item is None else next(made) if _is_tensor(item) else _wire.stand_in(item)
@@ -232,7 +232,7 @@ def rebuild(record: dict, strategy):
             (tuple(_loss_calls.checked_shape(shape)), str(dtype)[:20])
             for shape, dtype in record["weights"][:4096]
         ]
-        tokens = _loss_calls.ordering_tokens(strategy, [c.traced for c in calls])
+        tokens = _traced_graphs.ordering_tokens(strategy, [c.traced for c in calls])
         return Clip(calls, weights, tokens)
 
-    return _loss_calls.rebuilt(record, strategy, "clip function", clip)
+    return _traced_graphs.rebuilt(record, strategy, "clip function", clip)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import inspect
 
-from bookbuild.grading import _loss_calls, _states, _traced_calls, _wire
+from bookbuild.grading import _loss_calls, _states, _traced_calls, _traced_graphs, _wire
 
 MAX_CALLS = 64  # calls one export may record: a check makes a few per batch
 _MARK = "mirrorbook_input"  # the identities that mark a traced replica's inputs
@@ -203,7 +203,7 @@ def rebuild(record: dict, strategy):
         written = record.get("numbers", [])[: _loss_calls.MAX_NUMBERS]
         numbers = tuple(n for n in written if _loss_calls.real(n))
         name, signature = _loss_calls.face_of(record.get("name"), record.get("signature"))
-        tokens = _loss_calls.ordering_tokens(strategy, [c.traced for c in calls.values()])
+        tokens = _traced_graphs.ordering_tokens(strategy, [c.traced for c in calls.values()])
         return _loss_calls.Loss(calls, weights, numbers, name, signature, tokens)
 
-    return _loss_calls.rebuilt(record, strategy, "loss", loss)
+    return _traced_graphs.rebuilt(record, strategy, "loss", loss)

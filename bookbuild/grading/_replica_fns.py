@@ -17,16 +17,14 @@ Example:
 
 from __future__ import annotations
 
-import itertools
+from bookbuild.grading import _states, _traced_graphs, _wire
 
-from bookbuild.grading import _states, _wire
-
-COLLECTIVES = frozenset({"CollectiveReduceV2", "CollectiveGatherV2"})
-ALLOWED_OPS = _wire.ELEMENT_OPS | COLLECTIVES | {"AddN", "Placeholder", "Split", "SplitV"}
-INSTANCE_KEYS = 1 << 30  # the judge's all-reduces take keys from here, far above TensorFlow's
-_REBUILT = itertools.count()  # each rebuilt function's keys are its own: 1024 per function
-COLLECTIVE_SECONDS = 60.0  # an all-reduce waiting longer for its group fails, never hangs
-_KEY, _TOKENS = 3, 4  # a collective's inputs: instance_key, then its ordering tokens
+ALLOWED_OPS = (
+    _wire.ELEMENT_OPS | _traced_graphs.COLLECTIVES | {"AddN", "Placeholder", "Split", "SplitV"}
+)
+WORDS = _traced_graphs.Words(
+    "function", "the function you give strategy.run", "the replica context"
+)
 
 
 def describe(value, strategy) -> dict:
@@ -56,7 +54,7 @@ def describe(value, strategy) -> dict:
     }
     return {
         "kind": "replica_fn",
-        "graph": _wire.encode(graph),
+        "graph": _wire.pack(graph),
         "outputs": _outputs(traced, strategy),
         "captures": captures,
     }
@@ -92,104 +90,38 @@ def rebuild(record: dict, strategy):
             operation, reads a variable, or all-reduces inside a nested function.
     """
     import tensorflow as tf
-    from tensorflow.core.framework import graph_pb2
 
     from mirrorkit.checks.result import recorded_error
 
-    if record.get("kind") == "state":
-        return _states.rebuild(record.get("value"), strategy)
-    if isinstance(record.get("error"), str):
+    if isinstance(record, dict) and isinstance(record.get("error"), str):
         error = recorded_error(record["error"])
 
         def fails():
             raise error
 
         return fails
-    try:
-        graph = graph_pb2.GraphDef()
-        graph.ParseFromString(_wire.decode(record["graph"]))
-        outputs, captures = record["outputs"], record["captures"]
-        shape, replicas = outputs["shape"], outputs["replicas"]
-    except Exception as error:  # noqa: BLE001 - malformed data from the student's side
-        raise _wire.ExportError("the exported function is not one the grader reads") from error
-    _refuse(graph)
-    if shape not in ("none", "single", "tuple", "list") or not isinstance(replicas, list):
-        raise _wire.ExportError("the exported function's outputs are not ones the grader reads")
-    feeds = _rewired(graph, captures)
-    return tf.autograph.experimental.do_not_convert(_Imported(graph, feeds, shape, replicas))
 
+    def function(record: dict):
+        shape, replicas = record["outputs"]["shape"], record["outputs"]["replicas"]
+        if shape not in ("none", "single", "tuple", "list") or not isinstance(replicas, list):
+            raise _wire.ExportError("the exported function's outputs are not ones the grader reads")
+        names = sorted({p for parts in replicas for p in parts if isinstance(p, str)})
+        traced = _traced_graphs.Traced({**record, "inputs": []}, names, WORDS, ALLOWED_OPS)
+        tokens = _traced_graphs.ordering_tokens(strategy, [traced])
+        imported = _Imported(traced, tokens, names, shape, replicas)
+        return tf.autograph.experimental.do_not_convert(imported)
 
-def _refuse(graph) -> None:
-    """Raise ExportError if an operation is not allowed, or an all-reduce is nested."""
-    nested = {node.op for f in graph.library.function for node in f.node_def}
-    refusals = _wire.refused(_wire.graph_ops(graph), ALLOWED_OPS)
-    if refusals:
-        raise _wire.ExportError(
-            f"your function uses operations the grader does not run: {', '.join(refusals[:5])} "
-            "(a Python function, a variable, or reading or writing files): compute the value "
-            "from the replica context and TensorFlow operations alone"
-        )
-    if nested & COLLECTIVES:
-        raise _wire.ExportError(
-            "your function all-reduces inside a tf.function of its own: call "
-            "ctx.all_reduce(...) in the function you give strategy.run"
-        )
-
-
-def _rewired(graph, captures: dict) -> dict:
-    """Fresh keys, tokens and time limits for the all-reduces; what each placeholder gets.
-
-    Each collective's instance key becomes a constant numbered by its rank among its
-    device's collectives (the replicas of one all-reduce share it); its ordering tokens come
-    from variables made here, one per device. A placeholder that fed neither is a captured
-    value and gets the student's value for it; any other is refused.
-    """
-    import tensorflow as tf
-
-    base = INSTANCE_KEYS + 1024 * next(_REBUILT)
-    ranks: dict[str, int] = {}
-    roles: dict[str, str] = {}
-    for node in list(graph.node):
-        if node.op not in COLLECTIVES or len(node.input) <= _KEY:
-            continue
-        rank = ranks.setdefault(node.device, 0)
-        if rank >= 1024:
-            raise _wire.ExportError("your function all-reduces more than 1024 times")
-        ranks[node.device] = rank + 1
-        key = graph.node.add(name=f"mirrorbook_key/{node.name}", op="Const", device=node.device)
-        key.attr["dtype"].type = tf.int32.as_datatype_enum
-        key.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(base + rank, tf.int32))
-        roles[node.input[_KEY].split(":")[0]] = "key"
-        node.input[_KEY] = key.name
-        for token in node.input[_TOKENS:]:
-            roles[token.lstrip("^").split(":")[0]] = node.device
-        node.attr["timeout_seconds"].f = COLLECTIVE_SECONDS
-    feeds: dict[str, object] = {}
-    for node in graph.node:
-        if node.op != "Placeholder":
-            continue
-        role = roles.get(node.name)
-        if role == "key":
-            feeds[f"{node.name}:0"] = 0
-        elif role is not None:
-            with tf.device(role):
-                feeds[f"{node.name}:0"] = tf.Variable(0.0, name="ordering_token")
-        elif f"{node.name}:0" in captures:
-            feeds[f"{node.name}:0"] = _states.rebuild(captures[f"{node.name}:0"], None)
-        else:
-            raise _wire.ExportError(
-                "your function reads a variable or a tensor made outside it: compute the "
-                "value inside the function, from the replica context"
-            )
-    return feeds
+    return _traced_graphs.rebuilt(record, strategy, "function", function)
 
 
 class _Imported:
     """Imports the graph once into the traced step that calls it; replica i gets output i."""
 
-    def __init__(self, graph, feeds: dict, shape: str, replicas: list) -> None:
-        self.graph, self.feeds, self.shape, self.replicas = graph, feeds, shape, replicas
+    def __init__(self, traced, tokens: dict, names: list, shape: str, replicas: list) -> None:  # noqa: PLR0913
+        self.traced, self.tokens, self.names = traced, tokens, names
+        self.shape, self.replicas = shape, replicas
         self.made: dict[int, dict] = {}
+        self.keys: dict = {}
 
     def __call__(self):
         import tensorflow as tf
@@ -200,7 +132,9 @@ class _Imported:
             raise ValueError(f"the exported function has no output for replica {replica}")
         here = tf.compat.v1.get_default_graph()
         if id(here) not in self.made:
-            self.made[id(here)] = self._imported(here)
+            base = _traced_graphs.step_keys(self.keys, tf)
+            made = self.traced.imported(tf, [], self.tokens, base)
+            self.made[id(here)] = dict(zip(self.names, made, strict=True))
         tensors = self.made[id(here)]
         parts = [
             tensors[part] if isinstance(part, str) else _states.rebuild(part, None)
@@ -211,19 +145,3 @@ class _Imported:
         if self.shape == "single":
             return parts[0]
         return tuple(parts) if self.shape == "tuple" else parts
-
-    def _imported(self, here) -> dict:
-        import tensorflow as tf
-
-        names = sorted({p for parts in self.replicas for p in parts if isinstance(p, str)})
-        with here.device(None):  # each node keeps the device it was traced on
-            feeds = {
-                name: here.capture(value.handle)
-                if isinstance(value, tf.Variable)
-                else tf.constant(value)
-                for name, value in self.feeds.items()
-            }
-            made = tf.graph_util.import_graph_def(
-                self.graph, input_map=feeds, return_elements=names, name="answer"
-            )
-        return dict(zip(names, made, strict=True))

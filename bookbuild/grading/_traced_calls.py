@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from bookbuild.grading import _loss_calls, _states, _wire
+from bookbuild.grading import _states, _traced_graphs, _wire
 
 
 def traced_or_failed(step, strategy, args, made: dict, entry: dict) -> tuple:
@@ -61,7 +61,7 @@ def alone_graph(graph, inputs: list[str], outputs: list[str]) -> str:
         _wire.ExportError: If it is larger than ``_wire.MAX_GRAPH_BYTES``.
     """
     marks = {name.split(":")[0] for name in inputs}
-    alone = _loss_calls.cut(graph, outputs, stop=marks)
+    alone = _traced_graphs.cut(graph, outputs, stop=marks)
     traced = {node.name: node for node in graph.node if node.name in marks}
     for node in alone.node:
         if node.name in traced and node.op != "Placeholder":  # a mark: the input it stands for
