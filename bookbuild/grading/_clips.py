@@ -200,7 +200,7 @@ class Clip:
         if call.stub:  # a later replica raised: what this one returns is never read
             return list(gradients)
         if call.returned is not None:
-            return _returned(call.returned, call.length)
+            return _loss_calls.returned(call.returned, call.length)
         made = iter([])
         if call.traced is not None:
             base = _traced_graphs.step_keys(self.made, tf)
@@ -209,13 +209,6 @@ class Clip:
             None if item is None else next(made) if _is_tensor(item) else _wire.stand_in(item)
             for item in call.items
         ]
-
-
-def _returned(name: str, length: int | None):
-    """A value of the type (and length) the learner's clip returned."""
-    if name in ("list", "tuple") and length is not None:
-        return [None] * length if name == "list" else (None,) * length
-    return {"NoneType": None, "dict": {}}.get(name, _wire.stand_in(name))
 
 
 def rebuild(record: dict, strategy):

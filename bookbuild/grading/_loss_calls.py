@@ -157,7 +157,7 @@ class Loss:
         if call.error is not None:
             raise recorded_error(call.error)
         if call.returned is not None:
-            return _returned(call.returned)
+            return returned(call.returned)
         if call.traced is None:
             shape = call.shape or []
             concrete = [0 if d is None else d for d in shape]
@@ -195,7 +195,12 @@ class Loss:
         return loss(*reads)
 
 
-def _returned(name: str):
-    """A value of the type the learner's loss returned, as ``loss_problem`` reads it."""
+def returned(name: str, length: int | None = None):
+    """A value of the type (and, for a list or tuple, the length) an answer returned.
+
+    The check's own sentence then names it as it names the learner's value.
+    """
+    if name in ("list", "tuple") and length:
+        return [None] * length if name == "list" else (None,) * length
     made = {"NoneType": None, "tuple": (), "list": [], "dict": {}}
     return made[name] if name in made else _wire.stand_in(name)
