@@ -18,6 +18,7 @@ import argparse
 import csv
 import importlib.util
 import json
+import os
 import random
 import re
 import resource
@@ -25,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -84,6 +86,32 @@ def write_class(chapter: dict, folder: Path, count: int, seed: int) -> dict[str,
     return expected
 
 
+def graded(command: list) -> tuple[str, int, list[float]]:
+    """Run the grade command: its output (each progress line also echoed to stderr as it
+    comes, so a long class shows how far it got), its status, and the 1-minute load average
+    sampled every 30 s while it ran."""
+    loads: list[float] = []
+    stopped = threading.Event()
+
+    def sample() -> None:
+        loads.append(round(os.getloadavg()[0], 2))
+        while not stopped.wait(30):
+            loads.append(round(os.getloadavg()[0], 2))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    lines = []
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as process:
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("[grade]"):
+                print(time.strftime("%H:%M:%S"), line, end="", file=sys.stderr, flush=True)
+    stopped.set()
+    return "".join(lines), process.returncode, loads
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapter", help="its number or stem")
@@ -98,11 +126,11 @@ def main() -> int:
     command = [sys.executable, ROOT / "dev.py", "grade", chapter["path"].stem, work / "class"]
     command += ["--jobs", str(known.jobs), "--out", work / "out"]
     started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True)
+    output, returncode, loads = graded(command)
     wall = time.monotonic() - started
-    (work / "grade.log").write_text(done.stdout + done.stderr)
+    (work / "grade.log").write_text(output)
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6  # GB (kB on Linux)
-    seconds = [int(m["seconds"]) for m in map(LINE.match, done.stdout.splitlines()) if m]
+    seconds = [int(m["seconds"]) for m in map(LINE.match, output.splitlines()) if m]
     rows = {r["student"]: r for r in csv.DictReader((work / "out" / "grades.csv").open())}
     wrong = [
         f"{student} {name} ({label}): expected {points}, got {rows.get(student, {}).get(name)}"
@@ -120,6 +148,7 @@ def main() -> int:
         if seconds
         else None,
         "peak_rss_gb": round(peak, 2),
+        "load_1min": [min(loads), max(loads)] if loads else None,
         "statuses": statuses,
         "grades_as_drawn": not wrong,
         "work": str(work),
@@ -127,7 +156,7 @@ def main() -> int:
     print(json.dumps(summary))
     for line in wrong:
         print("MISMATCH", line)
-    return 0 if not wrong and done.returncode == 0 else 1
+    return 0 if not wrong and returncode == 0 else 1
 
 
 if __name__ == "__main__":

@@ -34,6 +34,11 @@ def out_of_time(seconds: float) -> tuple[str, str]:
     return "timeout", f"grading took longer than {seconds:g} s (stopped)"
 
 
+def at_count(run: int, replicas: int, why: str) -> str:
+    """Why an exercise scored 0, naming the replica count after the first run."""
+    return why if run == 0 else f"at {replicas} replicas: {why}"
+
+
 def exported(line: dict, run: int):
     """``(exercise, case)`` of an export line of this run, or None."""
     if line.get("kind") != "export" or line.get("run") != run:

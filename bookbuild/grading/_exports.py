@@ -51,9 +51,11 @@ EXPORTED_CHECKS = {  # each check judged on exported answers, and the kind its a
     "check_loss_step": "loss",
     "check_clipping": "clip",
     "check_accumulation": "accumulate",
+    "check_evaluation": "evaluate",  # asked on drawn inputs at the check (_asked)
+    "check_restore": "restore",
 }
 AT_CHECK = frozenset(
-    {"loss", "clip", "accumulate"}
+    {"loss", "clip", "accumulate", "evaluate", "restore"}
 )  # kinds exported at the check, with its arguments
 PARAMETERS = ("REPLICAS", "SEED")  # names the runner sets in every process
 

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from bookbuild.grading import _by_export
+from bookbuild.grading import _asked, _asked_runs, _by_export
 from bookbuild.grading._ended import ended_how
 from bookbuild.grading._exports import chapter_reads, exported_exercises
 from bookbuild.grading._queried import (
@@ -137,22 +137,24 @@ def grade(
 
 
 def _parts(program: dict, queried: dict) -> list:
-    """``[(runs, exercises)]``: the exercises judged by export, then those judged beside."""
+    """``[(runs, exercises)]``: the exercises judged by export, asked at the check, beside."""
     exported = exported_exercises(program)
     rest = [k for k in program["exercises"] if k not in queried]
+    asked = [k for k in rest if exported.get(k) in _asked.KINDS]
     parts = [
-        (_by_export_runs, [k for k in rest if k in exported]),
+        (_by_export_runs, [k for k in rest if k in exported and k not in asked]),
+        (_asked_part, asked),
         (_runs, [k for k in rest if k not in exported]),
     ]
     return [(runs, part) for runs, part in parts if part]
 
 
+HOW = {}  # each part's words in a row's isolation, filled below the runs
+
+
 def _isolation(program: dict, queried: dict) -> str:
     """The row's isolation: this process's, then how each exercise was judged."""
-    kinds = [
-        (part, JUDGED_BY_EXPORT if runs is _by_export_runs else JUDGED_BESIDE)
-        for runs, part in _parts(program, queried)
-    ]
+    kinds = [(part, HOW[runs]) for runs, part in _parts(program, queried)]
     kinds += [([k], JUDGED_BY_QUERY) for k in sorted(queried)]
     named = [
         f"exercise{'s' * (len(part) > 1)} {', '.join(map(str, part))} {how}" for part, how in kinds
@@ -212,7 +214,7 @@ def _runs(program, choices, cases, deadline, limit, hide, timeout):
                 verdicts.setdefault(key, []).extend(records)
             done = {int(case[2:]) for (case,) in found}
             if culprit is not None:
-                charged[culprit[0]] = _at(run, replicas, culprit[1])
+                charged[culprit[0]] = _by_export.at_count(run, replicas, culprit[1])
                 done.add(culprit[0])
             remaining = [k for k in remaining if k not in done] if culprit else []
     return verdicts, charged, None
@@ -230,7 +232,7 @@ def _by_export_runs(program, choices, cases, deadline, limit, hide, timeout):
         )
         if failure is not None:
             return {}, {}, failure
-        charged |= {k: _at(run, replicas, why) for k, why in more.items()}
+        charged |= {k: _by_export.at_count(run, replicas, why) for k, why in more.items()}
         judged = [k for k in remaining if k not in more]
         if not judged:
             continue
@@ -245,8 +247,20 @@ def _by_export_runs(program, choices, cases, deadline, limit, hide, timeout):
     return verdicts, charged, None
 
 
-def _at(run: int, replicas: int, why: str) -> str:
-    return why if run == 0 else f"at {replicas} replicas: {why}"
+def _asked_part(program, choices, cases, deadline, limit, hide, timeout, together=False):
+    """The exercises asked at their check (_asked_runs): (verdicts, charged, failure)."""
+    jobs = [
+        _job(program, run, replicas, choices["seed"], cases)
+        for run, replicas in enumerate(choices["replicas"])
+    ]
+    return _asked_runs.runs(jobs, deadline, limit, _culprit, hide, timeout, together)
+
+
+HOW |= {
+    _by_export_runs: JUDGED_BY_EXPORT,
+    _asked_part: _asked_runs.JUDGED_ASKED,
+    _runs: JUDGED_BESIDE,
+}
 
 
 def _one_run(job: dict, deadline: float, timeout: float, limit: float | None, hide=()):
@@ -371,6 +385,14 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
     outcomes = {runs: [None] * len(choices["replicas"]) for runs in parts}
     problems: list[str] = []
 
+    asked = {}
+    if _asked_part in parts:  # the student's processes side by side, after one inputs process
+        deadline = time.monotonic() + VARIANTS_TIMEOUT
+        part = parts.pop(_asked_part)
+        asked = _asked_part(program, choices, part, deadline, None, (), VARIANTS_TIMEOUT, True)
+        if asked[2] is not None or asked[1]:
+            raise RuntimeError(f"the exercises asked at the check failed: {asked[2] or asked[1]}")
+
     def one(run: int, replicas: int) -> None:
         for runs, part in parts.items():
             job = _job(program, run, replicas, choices["seed"], part)
@@ -403,6 +425,7 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
             logs = "\n".join(o.log[-3000:] for o in outcomes[runs] if o is not None)
             raise RuntimeError(f"{status}: {detail}\n{logs}")
         verdicts |= found
+    verdicts |= asked[0] if asked else {}
     found = []
     for index, case in enumerate(cases):
         if index in scores:

@@ -159,6 +159,8 @@ class Runner:
 
     def step_answer(self, step: dict) -> None:
         mode = self.job.get("mode", "run")
+        if mode == "inputs":  # the inputs process runs no answer, the key's or a learner's
+            return
         before = dict(self.ns)
         if mode != "export":  # the student's process never holds the key's solution
             self.step_cell({"source": step["solution"], "cell": step["cell"]})
@@ -192,6 +194,16 @@ class Runner:
             return
         kind, strategy = self.kind(step), self.ns.get("strategy")
         reads = {n: self.ns[n] for n in self.reads(step) if n in self.ns}  # the chapter's
+        if kind in _asked.KINDS:  # called here on drawn inputs; what it gave crosses as data
+            inputs = self.job.get("inputs", {}).get(str(step["exercise"]))
+            ask = _asked.ask
+            names = {
+                n: ask(kind, v, arguments, keywords or {}, inputs, self.job["seed"])
+                for n, v in answer.items()
+            }
+            self.verify(f"the export of exercise {step['exercise']}")
+            self.out.write(**line, case=case, names=names)
+            return
         try:
             names = {
                 n: _exports.export_value(
@@ -235,6 +247,9 @@ class Runner:
         return {n: ns[n] for n in step["asks"]}
 
     def step_check(self, step: dict) -> None:
+        if self.job.get("mode") == "inputs":
+            self.draw_inputs(step)
+            return
         if self.job.get("mode") == "export":  # checks run in the judge, never beside the answer
             if self.kind(step) in _exports.AT_CHECK:
                 self.export_at_check(step)
@@ -295,6 +310,28 @@ class Runner:
             self.export(step, case, answer, *values)
         if str(step["exercise"]) in self.job["cases"]:
             self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
+
+    def draw_inputs(self, step: dict) -> None:
+        """Draw the inputs an asked exercise's answer gets (the inputs process: no answers).
+
+        The check cell's lines before its call run as the chapter's; the call's arguments
+        after the answer are read, and :func:`._asked.drawn_for` draws from the job's secret.
+        """
+        if self.kind(step) not in _exports.AT_CHECK:
+            return  # the check cell's text is not in this process's program
+        tree = ast.parse(step["source"])
+        exec(self.code(ast.unparse(tree.body[:-1]), f"<check cell {step['cell']}>"), self.ns)
+        if self.kind(step) not in _asked.KINDS or str(step["exercise"]) not in self.job["cases"]:
+            return
+        call = tree.body[-1].value
+        arguments = [eval(ast.unparse(a), self.ns) for a in call.args[1:]]  # noqa: S307
+        keywords = {
+            k.arg: eval(ast.unparse(k.value), self.ns)  # noqa: S307
+            for k in call.keywords
+            if k.arg is not None
+        }
+        drawn = _asked.drawn_for(self.kind(step), arguments, keywords, self.job["secret"])
+        self.out.write(kind="inputs", run=self.job["run"], exercise=step["exercise"], **drawn)
 
     def check(self, step: dict, answer: dict, setup, final) -> tuple[bool, str]:
         bindings = dict(self.ns)
@@ -453,7 +490,7 @@ def main() -> None:
     os._exit(0)
 
 
-from bookbuild.grading import _exports, _integrity, _verdicts  # noqa: E402
+from bookbuild.grading import _asked, _exports, _integrity, _verdicts  # noqa: E402
 
 if __name__ == "__main__":
     main()

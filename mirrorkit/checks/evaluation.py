@@ -8,12 +8,13 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
 from mirrorkit._validate import describe, refuse, require_count, require_strategy
+from mirrorkit.checks._digests import digest
+from mirrorkit.checks._evaluation_verdicts import RTOL, judge_evaluation
 from mirrorkit.checks._learner_data import examples, learner_structures
 from mirrorkit.checks._learner_runs import learner_error, literal_numbers
 from mirrorkit.checks._splits import Precision
@@ -22,7 +23,6 @@ from mirrorkit.checks.equivalence import resolve_loss
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 
 _CALL = "mk.check_evaluation(evaluate, strategy, model, data, global_batch=...)"
-_RTOL = 1e-5  # float32 sums of a few dozen values, in another order than float64's
 
 
 def check_evaluation(
@@ -89,11 +89,7 @@ def check_evaluation(
     if evaluate is Ellipsis:
         return NOT_ATTEMPTED
     if not callable(evaluate):
-        return CheckResult(
-            False,
-            f"evaluate is a {type(evaluate).__name__}, not a function: define "
-            "def evaluate(model, dataset): ... returning the mean loss over the dataset.",
-        )
+        return not_a_function(type(evaluate).__name__)
     if (refusal := cannot_check_with_one_replica(strategy, "an evaluation loop")) is not None:
         return refusal
     x, y = _refuse_setup(strategy, model, data, global_batch)
@@ -102,67 +98,91 @@ def check_evaluation(
     import tensorflow as tf
 
     replicas = strategy.num_replicas_in_sync
+    parts = [
+        tf.nest.map_structure(lambda a, size=size: a[:size], (x, y))
+        for size in example_counts(global_batch, replicas)
+    ]
+    before = [digest(w) for w in model.weights]
+    records = ask_evaluation(evaluate, strategy, model, parts, global_batch)
+    losses = [_per_example_losses(tf, model, loss_fn, *part) for part in parts[: len(records)]]
+    return judge_evaluation(
+        records,
+        losses,
+        before,
+        replicas=replicas,
+        global_batch=global_batch,
+        literals=literal_numbers(evaluate),
+        rtol=_tolerance(model),
+    )
+
+
+def not_a_function(kind: str) -> CheckResult:
+    """The failed result of an ``evaluate`` that is a ``kind``, not a function.
+
+    Example:
+        >>> not_a_function("float").message[:35]
+        'evaluate is a float, not a function'
+    """
+    return CheckResult(
+        False,
+        f"evaluate is a {kind}, not a function: define "
+        "def evaluate(model, dataset): ... returning the mean loss over the dataset.",
+    )
+
+
+def example_counts(global_batch: int, replicas: int) -> tuple[int, int]:
+    """How many examples each call gets: two full batches, then one and a short one.
+
+    The short batch holds one more example than there are replicas (one, when that would
+    fill it), so the replicas' shares of it are unequal.
+
+    Example:
+        >>> example_counts(16, 4)
+        (32, 21)
+    """
     short = replicas + 1 if replicas + 1 < global_batch else 1
-    before = [w.numpy() for w in model.weights]
-    full, ragged = 2 * global_batch, global_batch + short
-    what = {
-        full: f"on {full} examples in full batches",
-        ragged: f"with a short last batch of {short} examples (some replicas get fewer, or none)",
-    }
-    answers, calls = [], []
+    return 2 * global_batch, global_batch + short
+
+
+def ask_evaluation(evaluate, strategy, model, parts, global_batch: int) -> list[dict]:
+    """Call ``evaluate`` on each ``(x, y)`` of ``parts`` batched by ``global_batch``; records.
+
+    ``evaluate`` gets a model that wraps ``model`` and notes where it is called. Each record
+    (:func:`~mirrorkit.checks._evaluation_verdicts.judge_evaluation` reads them) holds the
+    number returned, the weights after the call and the notes so far; the calls stop at one
+    that raised or returned no number.
+
+    Example:
+        >>> import keras, numpy as np
+        >>> import mirrorkit as mk
+        >>> strategy = mk.make_strategy()
+        >>> with strategy.scope():
+        ...     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        >>> parts = [(np.ones((4, 2), "float32"), np.zeros((4, 1), "float32"))]
+        >>> [sorted(r) for r in ask_evaluation(lambda m, d: 1.5, strategy, model, parts, 2)]
+        [['calls', 'value', 'weights']]
+        >>> ask_evaluation(lambda m, d: "none", strategy, model, parts, 2)
+        [{'returned': "str 'none'"}]
+    """
+    import tensorflow as tf
+
+    calls: list = []
     witnessed = _witnessed(model, strategy, calls)
-    literals = literal_numbers(evaluate)
-    rtol = _tolerance(model)
-    for size in (full, ragged):
-        x_part, y_part = tf.nest.map_structure(lambda a, size=size: a[:size], (x, y))
-        dataset = tf.data.Dataset.from_tensor_slices((x_part, y_part)).batch(global_batch)
+    records = []
+    for part in parts:
+        dataset = tf.data.Dataset.from_tensor_slices(part).batch(global_batch)
         try:
             answer = evaluate(witnessed, dataset)
         except Exception as error:  # noqa: BLE001 - the learner's code: a verdict, not a traceback
-            return CheckResult(
-                False,
-                f"{what[size]}, {learner_error(error, 'evaluate')} Every replica must return a "
-                "value of the same shape even when its share of the batch is empty: sum the "
-                "per-example losses (a sum of nothing is 0) and count the examples.",
-            )
+            records.append({"failed": learner_error(error, "evaluate")})
+            break
         number = _as_number(answer)
         if number is None:
-            return CheckResult(
-                False,
-                f"evaluate returned {type(answer).__name__} {answer!r:.60}, not one number: "
-                "return the mean loss, e.g. float(total / count).",
-            )
-        if not all(
-            np.array_equal(a, w.numpy()) for a, w in zip(before, model.weights, strict=True)
-        ):
-            return CheckResult(
-                False,
-                "evaluate changed the model's weights: evaluating computes the loss only "
-                "(model(x, training=False)); no gradients, no optimizer, no fit.",
-            )
-        if (where := _where_problem(calls, replicas)) is not None:
-            return CheckResult(False, where)
-        losses = _per_example_losses(tf, model, loss_fn, x_part, y_part)
-        answers.append((size, number, losses))
-        verdict = (_full_batches if size == full else _short_batch)(
-            answers, global_batch, replicas, what[size], rtol
-        )
-        if verdict is not None and size == full:
-            fixed = _fixed_number(number, losses.mean(), replicas, literals, rtol)
-            return verdict if fixed is None else fixed
-        if verdict is not None:
-            return verdict
-    return CheckResult(
-        True,
-        f"evaluate gives the mean loss over every example, computed inside strategy.run on "
-        f"all {replicas} replicas: {answers[0][2].mean():.6g} {what[full]}, and "
-        f"{answers[1][2].mean():.6g} {what[ragged]}"
-        + (
-            "."
-            if rtol == _RTOL
-            else f", to a relative {rtol:g}, the precision of the model's mixed policy."
-        ),
-    )
+            records.append({"returned": f"{type(answer).__name__} {answer!r:.60}"})
+            break
+        weights = [digest(w) for w in model.weights]
+        records.append({"value": number, "weights": weights, "calls": list(calls)})
+    return records
 
 
 def _per_example_losses(tf, model, loss_fn, x, y) -> np.ndarray:
@@ -174,7 +194,7 @@ def _per_example_losses(tf, model, loss_fn, x, y) -> np.ndarray:
 def _tolerance(model) -> float:
     """How close the learner's mean must be: 1e-5, or 4 epsilons of a mixed policy's dtype."""
     precision = Precision.of(model, None, None)
-    return precision.rtol if precision.mixed else _RTOL
+    return precision.rtol if precision.mixed else RTOL
 
 
 def _witnessed(model, strategy, calls: list):
@@ -210,54 +230,6 @@ def _witnessed(model, strategy, calls: list):
         if getattr(model, "compiled", False):  # so that model.evaluate works on it too
             witnessed.compile(loss=model.loss)
     return witnessed
-
-
-def _where_problem(calls: list, replicas: int) -> str | None:
-    """Why the model's calls show the loss was not computed by every replica, or None."""
-    fix = (
-        "Compute each replica's loss inside strategy.run(on_replica, args=batch), on the "
-        "batches of strategy.experimental_distribute_dataset(dataset), with the model "
-        "evaluate is given."
-    )
-    if not calls:
-        return f"evaluate never called the model it was given (its model argument). {fix}"
-    if "outside" in calls:
-        return (
-            "evaluate computed the loss on one device, outside any strategy: the model was "
-            f"called with no strategy.run, so the replicas never shared the work. {fix}"
-        )
-    ids = {call for call in calls if isinstance(call, int)}
-    if "cross-replica" in calls or ("cross-replica traced" in calls and not ids):
-        return (
-            "evaluate called the model in the strategy's cross-replica context (under "
-            "strategy.scope() but not inside strategy.run), so one device computed it. " + fix
-        )
-    missing = sorted(set(range(replicas)) - ids)
-    if missing:
-        return (
-            f"evaluate ran the model on replicas {sorted(ids)} only, not on replica "
-            f"{', '.join(map(str, missing))}: every replica must compute its share. {fix}"
-        )
-    return None
-
-
-def _fixed_number(got: float, right: float, replicas: int, literals, rtol) -> CheckResult | None:
-    """A failed result naming a number fixed for another replica count, if one explains it."""
-    for literal in literals:
-        c = float(literal)
-        if c <= 0 or math.isclose(c, replicas):
-            continue
-        for factor, what in ((c / replicas, "multiplies by"), (replicas / c, "divides by")):
-            if _close(got, right * factor, rtol):
-                return CheckResult(
-                    False,
-                    f"evaluate gives {got:.6g}, {factor:.4g} times the mean {right:.6g}: it "
-                    f"{what} a fixed {literal:g} where there are {replicas} replicas (e.g. "
-                    f"strategy.reduce('MEAN', ...) times {literal:g} is a SUM only with "
-                    f"{literal:g} replicas). Add the replicas' sums with "
-                    "strategy.reduce('SUM', ...), or use strategy.num_replicas_in_sync.",
-                )
-    return None
 
 
 def _refuse_setup(strategy, model, data, global_batch: int) -> tuple:
@@ -307,77 +279,3 @@ def _as_number(answer) -> float | None:
     if value.size != 1:
         return None
     return float(value.reshape(()))
-
-
-def _close(a: float, b: float, rtol: float) -> bool:
-    return math.isclose(a, b, rel_tol=rtol, abs_tol=1e-12)
-
-
-def _full_batches(answers, global_batch: int, replicas: int, what: str, rtol) -> CheckResult | None:
-    (_, got, _), right = answers[0], answers[0][2].mean()
-    if _close(got, right, rtol):
-        return None
-    if _close(got, right * replicas, rtol):
-        return CheckResult(
-            False,
-            f"{what}, the loss is {replicas} times too large ({got:.6g}, the mean is "
-            f"{right:.6g}): each replica's own mean was summed over the replicas. Divide each "
-            "replica's summed loss by the global batch (tf.nn.compute_average_loss("
-            "per_example, global_batch_size=...)) before the SUM, or sum losses and count "
-            "examples.",
-        )
-    if _close(got, right / replicas, rtol):
-        return CheckResult(
-            False,
-            f"{what}, the loss is 1/{replicas} of the mean ({got:.6g}, the mean is {right:.6g}): "
-            "it was divided by the replicas twice. A Keras loss object under the scope already "
-            "divides by num_replicas_in_sync, and strategy.reduce('MEAN', ...) averages again.",
-        )
-    return CheckResult(
-        False, f"{what}, evaluate gives {got:.6g}, but the mean loss is {right:.6g}."
-    )
-
-
-def _short_batch(answers, global_batch: int, replicas: int, what: str, rtol) -> CheckResult | None:
-    (_, got, losses), right = answers[1], answers[1][2].mean()
-    if _close(got, right, rtol):
-        return None
-    start = f"right with full batches, but {what} evaluate gives {got:.6g}, not {right:.6g}"
-    if math.isnan(got):
-        return CheckResult(
-            False,
-            f"{start}: a replica with no examples took the mean of nothing (0 / 0), so "
-            "each replica's own mean cannot be combined. Sum the per-example losses and count "
-            "the examples on every replica instead.",
-        )
-    short = losses[global_batch:]
-    share = -(-len(short) // replicas)
-    parts = [short[i * share : (i + 1) * share] for i in range(replicas)]
-    means = [part.mean() for part in parts if len(part)]
-    if _close(got, float(np.mean([losses[:global_batch].mean(), np.mean(means)])), rtol):
-        return CheckResult(
-            False,
-            f"{start}: it averages each replica's own mean, so a replica holding fewer "
-            f"examples of the short batch ({', '.join(str(len(p)) for p in parts)}) weighs "
-            "as much as a full one. Sum the per-example losses and count the examples on "
-            "every replica, add both up over the replicas, and divide at the end.",
-        )
-    batch_means = [losses[:global_batch].mean(), losses[global_batch:].mean()]
-    if _close(got, float(np.mean(batch_means)), rtol):
-        return CheckResult(
-            False,
-            f"{start}: it averages the batches' means, so the short batch weighs as much as a "
-            "full one. Sum the per-example losses and count the examples over all batches, "
-            "then divide once at the end.",
-        )
-    if _close(got, losses.sum() / (2 * global_batch), rtol):
-        return CheckResult(
-            False,
-            f"{start}: every batch is divided by the global batch of {global_batch}, the short "
-            "one too. Count the examples the batches really hold.",
-        )
-    return CheckResult(
-        False,
-        f"{start}. Weigh every example once: sum the per-example losses and count the "
-        "examples on every replica, add both up over the replicas, and divide at the end.",
-    )

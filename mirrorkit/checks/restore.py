@@ -10,14 +10,11 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 from collections.abc import Callable
 
-import numpy as np
-
 from mirrorkit._validate import refuse
-from mirrorkit.checks._learner_runs import learner_error
+from mirrorkit.checks._restore_records import drawn_checkpoint, restored_record, saved_record
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult
 
 
@@ -73,30 +70,84 @@ def check_restore(restore: Callable, path, reference, *, strategy=None) -> Check
     _arguments(keras, tf, reference, strategy)
     if restore is Ellipsis:
         return NOT_ATTEMPTED
-    model = _restored(keras, restore, path)
-    if isinstance(model, CheckResult):
-        return model
-    if _shares_variables(model, reference):
+    records = [restored_record(restore, path, reference, strategy)]
+    saved = [saved_record(reference)]
+    if "failed" not in records[0]:
+        with tempfile.TemporaryDirectory(prefix="mirrorkit-restore-") as folder:
+            drawn = drawn_checkpoint(reference, path, folder, seed=0)
+            if drawn is not None:  # saved under other names: no other checkpoint to try
+                records.append(restored_record(restore, drawn[0], reference, strategy))
+                saved.append(drawn[1])
+    where = None if strategy is None else type(strategy).__name__
+    return judge_restore(saved, records, where)
+
+
+def judge_restore(saved: list[dict], restored: list[dict], where: str | None) -> CheckResult:
+    """The verdict on a restore from records alone: one restored record per saved one.
+
+    The first pair is judged in full (weights, where they live, the optimizer's step count
+    and variables); each later one is another checkpoint the same ``restore`` was given,
+    which it must give back too, or it does not read its path.
+
+    Args:
+        saved: What each checkpoint holds (:func:`~mirrorkit.checks._restore_records.saved_record`).
+        restored: What ``restore`` gave back for each (``restored_record``).
+        where: ``None`` to restore on one device, else the strategy's class name.
+
+    Returns:
+        A :class:`~mirrorkit.CheckResult`.
+
+    Example:
+        >>> judge_restore([{"weights": [], "steps": 1, "optimizer": []}],
+        ...               [{"failed": "restore raised OSError: gone."}], None).message
+        'restore raised OSError: gone.'
+    """
+    first = _judged(saved[0], restored[0], where)
+    if isinstance(first, CheckResult):
+        return first
+    for other, record in zip(saved[1:], restored[1:], strict=True):
+        if record.get("weights") != other["weights"]:
+            return CheckResult(False, _ELSEWHERE)
+    place = "on one device" if where is None else f"under {where}"
+    return CheckResult(
+        True,
+        f"restored bit for bit: {len(saved[0]['weights'])} weight tensors and the optimizer's "
+        f"{first} variables (step {saved[0]['steps']}), {place}.",
+    )
+
+
+_ELSEWHERE = (
+    "restore does not read the checkpoint at its path: given another checkpoint, it "
+    "returned other weights than the ones saved there (it restores a file named in the "
+    "code, such as mirrored_path, or returns a model restored before). Restore from the "
+    "path argument: tf.train.Checkpoint(model=model).restore(path)."
+)
+
+
+def _judged(saved: dict, record: dict, where: str | None) -> CheckResult | int:
+    """The failed result of one restore, or the number of optimizer variables it restored."""
+    if "failed" in record:
+        return CheckResult(False, str(record["failed"]))
+    if record.get("same"):
         return CheckResult(
             False,
             "restore returned the model that was saved (its very variables), not a model "
             "restored from path: build a new model and restore the checkpoint into it.",
         )
-    weights = _weights_verdict(reference, model)
+    weights = _weights_verdict(saved["weights"], record.get("weights"))
     if weights is not None:
         return weights
-    placement = _placement_problem(tf, model, strategy)
+    placement = _placement_problem(record.get("placement") or {}, where)
     if placement:
         return CheckResult(False, placement)
-    optimizer = model.optimizer
-    if optimizer is None:
+    optimizer = record.get("optimizer")
+    if not isinstance(optimizer, dict):
         return CheckResult(
             False,
             "the weights are back but the model has no optimizer, so training cannot resume: "
             "compile the model before restoring, so that the optimizer's state is restored too.",
         )
-    saved_steps = int(reference.optimizer.iterations.numpy())
-    steps = int(optimizer.iterations.numpy())
+    steps, saved_steps = optimizer.get("steps"), saved["steps"]
     if steps != saved_steps:
         return CheckResult(
             False,
@@ -106,34 +157,21 @@ def check_restore(restore: Callable, path, reference, *, strategy=None) -> Check
             "or name it: tf.train.Checkpoint(model=model, optimizer=model.optimizer). "
             "Weights-only files (.weights.h5) keep no optimizer state.",
         )
-    if not optimizer.built:
-        # Slot variables restore when they are created: the first step builds them.
-        with strategy.scope() if strategy is not None else contextlib.nullcontext():
-            optimizer.build(model.trainable_variables)
-    saved_state = [np.asarray(v) for v in reference.optimizer.variables]
-    state = list(optimizer.variables)
+    state, saved_state = optimizer.get("variables") or [], saved["optimizer"]
     if len(state) != len(saved_state):
         return CheckResult(
             False,
             f"the optimizer holds {len(state)} variables, the saved one {len(saved_state)}: "
             "compile with the same optimizer as the saved model (its class and settings).",
         )
-    if not all(_same(a, v) for a, v in zip(saved_state, state, strict=True)):
+    if state != saved_state:
         return CheckResult(
             False,
             "the weights and the step count are back, but the optimizer's other variables "
             "(its moments) are not the saved ones: compile with the same optimizer as the "
             "saved model and restore it with the model.",
         )
-    elsewhere = _reads_path(keras, tf, restore, path, reference)
-    if elsewhere is not None:
-        return CheckResult(False, elsewhere)
-    where = "on one device" if strategy is None else f"under {type(strategy).__name__}"
-    return CheckResult(
-        True,
-        f"restored bit for bit: {len(model.weights)} weight tensors and the optimizer's "
-        f"{len(state)} variables (step {steps}), {where}.",
-    )
+    return len(state)
 
 
 def _arguments(keras, tf, reference, strategy) -> None:
@@ -156,140 +194,40 @@ def _arguments(keras, tf, reference, strategy) -> None:
         refuse("strategy", strategy, must=must, write="strategy=mk.make_strategy()")
 
 
-def _restored(keras, restore, path):
-    """The model ``restore(path)`` returns, or the failed result saying why there is none."""
-    if not callable(restore):
-        return CheckResult(
-            False,
-            f"restore is a {type(restore).__name__}, not a function: define "
-            "def restore(path): ... returning the restored model.",
-        )
-    try:
-        model = restore(str(path))
-    except Exception as error:  # noqa: BLE001 - the learner's code: a verdict, not a traceback
-        return CheckResult(
-            False,
-            f"{learner_error(error, 'restore')} A checkpoint written "
-            "by tf.train.Checkpoint.save is read by tf.train.Checkpoint(...).restore(path); "
-            "model.load_weights and keras.models.load_model read Keras's own files.",
-        )
-    if not isinstance(model, keras.Model):
-        return CheckResult(
-            False,
-            f"restore returned {type(model).__name__}, not a Keras model: return the model "
-            "you restored into.",
-        )
-    return model
-
-
-def _weights_verdict(reference, model) -> CheckResult | None:
-    """A failed result unless every weight of ``model`` is the saved one, bit for bit."""
-    saved_weights = [np.asarray(w) for w in reference.weights]
-    shapes = [w.shape for w in saved_weights]
-    if [tuple(w.shape) for w in model.weights] != shapes:
+def _weights_verdict(saved: list, weights) -> CheckResult | None:
+    """A failed result unless every restored weight is the saved one, bit for bit."""
+    weights = weights if isinstance(weights, list) else []
+    if [w[:1] for w in weights] != [w[:1] for w in saved]:
         return CheckResult(
             False,
             "the restored model has another architecture than the saved one: build it with "
             "the same function that built the saved model, then restore into it.",
         )
-    differ = [
-        i
-        for i, (a, w) in enumerate(zip(saved_weights, model.weights, strict=True))
-        if not _same(a, w)
-    ]
+    differ = [i for i, (a, w) in enumerate(zip(saved, weights, strict=True)) if a != w]
     if differ:
         return CheckResult(
             False,
-            f"{len(differ)} of {len(shapes)} weight tensors are not the saved ones: nothing was "
+            f"{len(differ)} of {len(saved)} weight tensors are not the saved ones: nothing was "
             "restored into them. Call tf.train.Checkpoint(...).restore(path) on the model you "
             "return, with the same names (model=..., optimizer=...) as when it was saved.",
         )
     return None
 
 
-def _same(array: np.ndarray, variable) -> bool:
-    value = np.asarray(variable)
-    return value.dtype == array.dtype and np.array_equal(value, array)
-
-
-def _placement_problem(tf, model, strategy) -> str | None:
-    variable = model.weights[0].value
-    kind = type(variable).__name__
-    if strategy is None:
-        if isinstance(variable, tf.distribute.DistributedValues):
+def _placement_problem(placement: dict, where: str | None) -> str | None:
+    kind = placement.get("kind", "variable")
+    if where is None:
+        if placement.get("distributed"):
             return (
                 f"the values are right, but the model's variables are {kind}s: it was restored "
                 "under a strategy's scope. To continue on one device, build and restore the "
                 "model outside `with strategy.scope():`."
             )
         return None
-    if not strategy.extended.variable_created_in_scope(variable):
+    if not placement.get("in_scope"):
         return (
             f"the values are right, but the model's variables are {kind}s made outside "
-            f"this {type(strategy).__name__}'s scope: build the model inside "
+            f"this {where}'s scope: build the model inside "
             "`with strategy.scope():`, then restore into it."
         )
     return None
-
-
-def _shares_variables(model, reference) -> bool:
-    saved = {id(v) for v in reference.weights}
-    return model is reference or any(id(v) in saved for v in model.weights)
-
-
-def _reads_path(keras, tf, restore, path, reference) -> str | None:
-    """Why ``restore`` does not read its ``path`` (given another checkpoint), or None.
-
-    The other checkpoint holds the saved values moved by a seeded step, under the names the
-    checkpoint at ``path`` uses; a restore that reads another file, or returns a model
-    restored before, gives the first values back.
-    """
-    from tensorflow.core.protobuf import trackable_object_graph_pb2
-
-    graph = trackable_object_graph_pb2.TrackableObjectGraph()
-    graph.ParseFromString(
-        tf.train.load_checkpoint(str(path)).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH")
-    )
-    names = {child.local_name for child in graph.nodes[0].children} - {"save_counter"}
-    if not names or not names <= {"model", "optimizer"}:
-        return None  # saved under other names: the probe could not write the same file
-    try:
-        other = _moved_copy(keras, reference)
-    except Exception:  # noqa: BLE001 - a model the probe cannot copy: the check goes without it
-        return None
-    parts = {"model": other, "optimizer": other.optimizer}
-    with tempfile.TemporaryDirectory(prefix="mirrorkit-restore-") as folder:
-        checkpoint = tf.train.Checkpoint(**{name: parts[name] for name in names})
-        moved = checkpoint.save(folder + "/ckpt")
-        try:
-            model = restore(str(moved))
-        except Exception:  # noqa: BLE001 - it restored path once; another file is a fair ask
-            model = None
-    weights = getattr(model, "weights", None) or []
-    if len(weights) == len(other.weights) and all(
-        _same(np.asarray(w), v) for w, v in zip(other.weights, weights, strict=True)
-    ):
-        return None
-    return (
-        "restore does not read the checkpoint at its path: given another checkpoint, it "
-        "returned other weights than the ones saved there (it restores a file named in the "
-        "code, such as mirrored_path, or returns a model restored before). Restore from the "
-        "path argument: tf.train.Checkpoint(model=model).restore(path)."
-    )
-
-
-def _moved_copy(keras, reference):
-    """A one-device copy of ``reference`` whose weights and optimizer state moved (seeded)."""
-    other = keras.models.clone_model(reference)
-    optimizer = type(reference.optimizer).from_config(reference.optimizer.get_config())
-    other.compile(optimizer=optimizer, loss=reference.loss)
-    other.optimizer.build(other.trainable_variables)
-    rng = np.random.default_rng(0)
-    for variable, saved in zip(other.weights, reference.weights, strict=True):
-        variable.assign(np.asarray(saved) + rng.normal(size=saved.shape).astype(saved.dtype))
-    pairs = zip(other.optimizer.variables, reference.optimizer.variables, strict=True)
-    for variable, saved in pairs:
-        value = np.asarray(saved)
-        step = rng.normal(size=value.shape) if value.dtype.kind == "f" else 3
-        variable.assign((value + np.abs(step)).astype(value.dtype))
-    return other

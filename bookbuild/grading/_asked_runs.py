@@ -1,0 +1,149 @@
+"""The processes of an exercise asked at its check (:mod:`._asked`), in order.
+
+1. The inputs process (the runner in ``inputs`` mode, sandboxed): the chapter without the
+   key and without any answer; at each restore check it draws checkpoints from a secret
+   only the grader and it know, and seals their files and saved records.
+2. The student's process (``export`` mode, as for answers judged by export): the chapter and
+   the answers; at each check it calls the answer on the drawn inputs and writes what came
+   back, read as untrusted data. It is restarted for the exercises left when one ends it.
+3. This process, the grader: each export judged by the check's own verdict
+   (:func:`._asked.judge`), with the records the student's process never saw.
+
+Example:
+    >>> verdict(0, 4, "ex1", (False, "evaluate gives 2, but the mean loss is 1."))["feedback"]
+    'evaluate gives 2, but the mean loss is 1.'
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+
+from bookbuild.grading import _asked, _by_export
+from bookbuild.grading._by_export import without_key
+from bookbuild.grading._ended import ended_how
+from bookbuild.grading.sandbox import run_sandboxed
+
+JUDGED_ASKED = (
+    "judged by query at the check: the answer ran in the chapter on inputs drawn at grading "
+    "time (checkpoints drawn by a process the answer never ran in); the verdict read what it "
+    "gave as data"
+)
+
+
+def drawn_inputs(job: dict, deadline: float, hide=()) -> tuple[dict, str | None]:
+    """``({exercise: inputs}, None)`` from the inputs process, or ``({}, why not)``.
+
+    Only a restore's exercise needs one; ``job`` is the student's job (its cases name the
+    exercises asked).
+    """
+    kinds = job.get("exports", {})
+    wanted = {k for k in job["cases"] if kinds.get(k) == "restore"}
+    if not wanted:
+        return {}, None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return {}, "grading ran out of time before the inputs were drawn"
+    cases = {k: job["cases"][k] for k in wanted}
+    secret = secrets.randbelow(2**62)  # never in the student's job: its checkpoints' values
+    drawer = dict(job, mode="inputs", cases=cases, program=without_key(job["program"]))
+    outcome = run_sandboxed(drawer | {"secret": secret}, left, hide=hide)
+    found = {
+        str(r["exercise"]): r
+        for r in outcome.records  # sealed: nothing of the submission ran there
+        if r.get("kind") == "inputs" and str(r.get("exercise")) in wanted
+    }
+    if outcome.problem or set(found) != wanted:
+        said = [str(r.get("detail")) for r in outcome.records if r.get("kind") == "error"]
+        why = outcome.problem or (said[0] if said else ended_how(outcome.log))
+        return {}, f"the inputs for the exercises asked at the check could not be drawn: {why}"
+    return found, None
+
+
+def verdict(run: int, replicas: int, case, judged: tuple[bool, str]) -> dict:
+    """A verdict record, as the runner's sealed ones read."""
+    passed, feedback = judged
+    return {
+        "kind": "verdict",
+        "run": run,
+        "replicas": replicas,
+        "case": case,
+        "passed": passed,
+        "feedback": feedback,
+        "seconds": 0.0,
+    }
+
+
+def judged(job: dict, exports: dict, inputs: dict, charged: dict) -> dict:
+    """``{(case,): [verdict]}`` for each case of ``job`` not charged, from its export."""
+    found: dict = {}
+    kinds = job.get("exports", {})
+    for number, items in job["cases"].items():
+        if int(number) in charged:
+            continue
+        for case, _ in items:
+            line = exports.get((int(number), case))
+            result = _asked.judge(
+                kinds[number], line, inputs.get(number), job["seed"], job["replicas"]
+            )
+            found.setdefault((case,), []).append(verdict(job["run"], job["replicas"], case, result))
+    return found
+
+
+def runs(
+    jobs: list[dict], deadline: float, limit, culprit_of, hide=(), timeout=0.0, together=False
+):
+    """Every replica count's student's process, then the verdicts: (verdicts, charged, failure).
+
+    Args:
+        jobs: The student's job per replica count, in order (``_grader._job``).
+        deadline: When the submission's time runs out (``time.monotonic()``).
+        limit: Seconds one exercise may take.
+        culprit_of: ``_grader._culprit``.
+        hide: Folders the runs must not see.
+        timeout: The submission's time in all, for the row of a run that took longer.
+        together: Run the replica counts' student's processes at once (the tests' variants,
+            where an exercise charged in one count is not spared in the next).
+    """
+    inputs, why = drawn_inputs(jobs[0], deadline, hide)
+    if why is not None:
+        return {}, {}, ("error", why)
+    sent = {k: _asked.sent(v) for k, v in inputs.items()}
+    verdicts: dict = {}
+    charged: dict[int, str] = {}
+    if together:  # the tests' variants: each count's student's process at once
+        sides = _together([dict(job, inputs=sent) for job in jobs], deadline, culprit_of)
+    for index, job in enumerate(jobs):
+        cases = {k: v for k, v in job["cases"].items() if int(k) not in charged}
+        if not cases:
+            continue
+        job = dict(job, cases=cases, inputs=sent)
+        if together:
+            exports, more, failure = sides[index]
+        else:
+            exports, more, failure = _by_export.student_side(
+                job, deadline, limit, culprit_of, hide, timeout
+            )
+        if failure is not None:
+            return {}, {}, failure
+        run, replicas = job["run"], job["replicas"]
+        charged |= {k: _by_export.at_count(run, replicas, w) for k, w in more.items()}
+        for key, found in judged(job, exports, inputs, more).items():
+            verdicts.setdefault(key, []).extend(found)
+    return verdicts, charged, None
+
+
+def _together(jobs: list[dict], deadline: float, culprit_of) -> list:
+    """Each job's ``student_side`` result, the jobs run side by side in threads."""
+    results: list = [None] * len(jobs)
+
+    def one(index: int) -> None:
+        results[index] = _by_export.student_side(jobs[index], deadline, None, culprit_of)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(jobs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [r or ({}, {}, ("error", "the student's run did not finish")) for r in results]
