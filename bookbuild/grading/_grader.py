@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from bookbuild.grading import _asked, _asked_runs, _by_export
+from bookbuild.grading import _asked, _by_export, _judged_here
 from bookbuild.grading._ended import ended_how
 from bookbuild.grading._exports import chapter_reads, exported_exercises
 from bookbuild.grading._queried import (
@@ -30,9 +30,11 @@ from bookbuild.grading.sandbox import Outcome, isolation_here, run_sandboxed
 from bookbuild.grading.submission import read_answers
 
 # Seconds one submission may take (``dev.py grade --timeout``). The slowest right submission
-# seen took 570 s (chapter 8's two runs, on 2 cores at a load of 8 to 12, issue 47); this is
-# about twice that, so a slow machine does not turn right answers into timeouts, and it still
-# bounds a runaway. Each exercise also has its own limit (EXERCISE_LIMIT).
+# seen took 570 s (chapter 8's two runs beside the answer, on 2 cores at a load of 8 to 12,
+# issue 47); by export, chapter 8's answer key took 531 s at 4 and 8 replicas at a load of
+# 9.5 to 11.7 (2026-11-30). This is more than twice either, so a slow machine does not turn
+# right answers into timeouts, and it still bounds a runaway. Each exercise also has its own
+# limit (EXERCISE_LIMIT).
 TIMEOUT = 1200.0
 VARIANTS_TIMEOUT = 3600.0  # seconds for one run of every variant of a chapter (the tests)
 JUDGED_BY_EXPORT = (
@@ -140,10 +142,11 @@ def _parts(program: dict, queried: dict) -> list:
     """``[(runs, exercises)]``: the exercises judged by export, asked at the check, beside."""
     exported = exported_exercises(program)
     rest = [k for k in program["exercises"] if k not in queried]
-    asked = [k for k in rest if exported.get(k) in _asked.KINDS]
+    here = _judged_here.judged_here(program, exported)
     parts = [
-        (_by_export_runs, [k for k in rest if k in exported and k not in asked]),
-        (_asked_part, asked),
+        (_by_export_runs, [k for k in rest if k in exported and k not in here]),
+        (_valued_part, [k for k in rest if here.get(k) == "values"]),
+        (_asked_part, [k for k in rest if here.get(k) in _asked.KINDS]),
         (_runs, [k for k in rest if k not in exported]),
     ]
     return [(runs, part) for runs, part in parts if part]
@@ -248,19 +251,26 @@ def _by_export_runs(program, choices, cases, deadline, limit, hide, timeout):
 
 
 def _asked_part(program, choices, cases, deadline, limit, hide, timeout, together=False):
-    """The exercises asked at their check (_asked_runs): (verdicts, charged, failure)."""
+    """The exercises the grader judges itself (_judged_here): (verdicts, charged, failure)."""
     jobs = [
         _job(program, run, replicas, choices["seed"], cases)
         for run, replicas in enumerate(choices["replicas"])
     ]
-    return _asked_runs.runs(jobs, deadline, limit, _culprit, hide, timeout, together)
+    return _judged_here.runs(jobs, deadline, limit, _culprit, hide, timeout, together)
+
+
+def _valued_part(*plan, together=False):
+    """The exercises whose values the grader judges itself: as :func:`_asked_part`."""
+    return _asked_part(*plan, together=together)
 
 
 HOW |= {
     _by_export_runs: JUDGED_BY_EXPORT,
-    _asked_part: _asked_runs.JUDGED_ASKED,
+    _valued_part: _judged_here.JUDGED_VALUES,
+    _asked_part: _judged_here.JUDGED_ASKED,
     _runs: JUDGED_BESIDE,
 }
+HERE = (_valued_part, _asked_part)  # the parts the grader judges itself
 
 
 def _one_run(job: dict, deadline: float, timeout: float, limit: float | None, hide=()):
@@ -385,13 +395,16 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
     outcomes = {runs: [None] * len(choices["replicas"]) for runs in parts}
     problems: list[str] = []
 
-    asked = {}
-    if _asked_part in parts:  # the student's processes side by side, after one inputs process
+    here: dict = {}  # the parts the grader judges: each count's student's process at once
+    for runs in [r for r in HERE if r in parts]:
         deadline = time.monotonic() + VARIANTS_TIMEOUT
-        part = parts.pop(_asked_part)
-        asked = _asked_part(program, choices, part, deadline, None, (), VARIANTS_TIMEOUT, True)
-        if asked[2] is not None or asked[1]:
-            raise RuntimeError(f"the exercises asked at the check failed: {asked[2] or asked[1]}")
+        part = parts.pop(runs)
+        found, charged, failure = runs(
+            program, choices, part, deadline, None, (), VARIANTS_TIMEOUT, together=True
+        )
+        if failure is not None or charged:
+            raise RuntimeError(f"the exercises the grader judges failed: {failure or charged}")
+        here |= found
 
     def one(run: int, replicas: int) -> None:
         for runs, part in parts.items():
@@ -425,7 +438,7 @@ def grade_variants(lab, cases: list, *, choices: dict) -> list[dict]:
             logs = "\n".join(o.log[-3000:] for o in outcomes[runs] if o is not None)
             raise RuntimeError(f"{status}: {detail}\n{logs}")
         verdicts |= found
-    verdicts |= asked[0] if asked else {}
+    verdicts |= here
     found = []
     for index, case in enumerate(cases):
         if index in scores:

@@ -286,12 +286,7 @@ class Runner:
         call's arguments after the answer are read in the chapter's namespace, as the check
         would be given them.
         """
-        tree = ast.parse(step["source"])
-        exec(self.code(ast.unparse(tree.body[:-1]), f"<check cell {step['cell']}>"), self.ns)
-        self.verify(f"chapter cell {step['cell']}")
-        call = tree.body[-1].value
-        positional = [ast.unparse(a) for a in call.args[1:]]
-        named = {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg is not None}
+        positional, named = self.check_call(step)
         for case, answer in self.pending.pop(step["exercise"], []):
             values = ([], {})
             if not isinstance(answer, str):
@@ -311,6 +306,16 @@ class Runner:
         if str(step["exercise"]) in self.job["cases"]:
             self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
 
+    def check_call(self, step: dict) -> tuple[list[str], dict[str, str]]:
+        """Run a check cell's lines before its call (the chapter's); the call's arguments
+        after the answer, as source: ``(positional, {keyword: source})``."""
+        tree = ast.parse(step["source"])
+        exec(self.code(ast.unparse(tree.body[:-1]), f"<check cell {step['cell']}>"), self.ns)
+        self.verify(f"chapter cell {step['cell']}")
+        call = tree.body[-1].value
+        positional = [ast.unparse(a) for a in call.args[1:]]
+        return positional, {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg}
+
     def draw_inputs(self, step: dict) -> None:
         """Draw the inputs an asked exercise's answer gets (the inputs process: no answers).
 
@@ -319,17 +324,11 @@ class Runner:
         """
         if self.kind(step) not in _exports.AT_CHECK:
             return  # the check cell's text is not in this process's program
-        tree = ast.parse(step["source"])
-        exec(self.code(ast.unparse(tree.body[:-1]), f"<check cell {step['cell']}>"), self.ns)
+        positional, named = self.check_call(step)
         if self.kind(step) not in _asked.KINDS or str(step["exercise"]) not in self.job["cases"]:
             return
-        call = tree.body[-1].value
-        arguments = [eval(ast.unparse(a), self.ns) for a in call.args[1:]]  # noqa: S307
-        keywords = {
-            k.arg: eval(ast.unparse(k.value), self.ns)  # noqa: S307
-            for k in call.keywords
-            if k.arg is not None
-        }
+        arguments = [eval(a, self.ns) for a in positional]  # noqa: S307 - the chapter's text
+        keywords = {k: eval(v, self.ns) for k, v in named.items()}  # noqa: S307
         drawn = _asked.drawn_for(self.kind(step), arguments, keywords, self.job["secret"])
         self.out.write(kind="inputs", run=self.job["run"], exercise=step["exercise"], **drawn)
 

@@ -88,10 +88,10 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=TIMEOUT,
         metavar="SECONDS",
-        help=f"seconds each submission may take (default {TIMEOUT:g}: about twice the slowest "
-        "right submission seen, 570 s for chapter 8's two runs on a 2-core machine at a load "
-        "of 8 to 12); each exercise also stops after 600 s, or the chapter's cell timeout if "
-        "longer",
+        help=f"seconds each submission may take (default {TIMEOUT:g}: more than twice the "
+        "slowest right submission seen, 531 s for chapter 8's answer key by export at 4 and 8 "
+        "replicas on a 2-core machine at a load of 9.5 to 11.7); each exercise also stops "
+        "after 600 s, or the chapter's cell timeout if longer",
     )
     parser.add_argument(
         "--jobs",

@@ -167,11 +167,22 @@ def _no_step(replicas: int, global_batch: int) -> CheckResult:
 
 
 def _function_verdict(fn, global_batch: int, first: int | None, replicas: int):
-    """What is wrong with a dataset function, if anything (a failing CheckResult is falsy)."""
-    verdict = _function_beyond_first(fn, first, replicas) if first else None
-    if verdict is None:
-        verdict = _probe_dataset_fn(fn, global_batch, replicas)
-    return verdict
+    """What is wrong with a dataset function, if anything (a failing CheckResult is falsy).
+
+    Every call of ``fn`` with another context is the learner's code: an error it raises is
+    the verdict, never the check's own exception.
+    """
+    try:
+        verdict = _function_beyond_first(fn, first, replicas) if first else None
+        return verdict if verdict is not None else _probe(fn, global_batch, replicas)
+    except Exception as error:  # noqa: BLE001 - the learner's function: report, never raise
+        return CheckResult(
+            False,
+            f"the dataset function failed when called with another InputContext: "
+            f"{type(error).__name__}: {error}. It must work for any context: use "
+            "context.get_per_replica_batch_size, context.num_input_pipelines and "
+            "context.input_pipeline_id rather than fixed numbers.",
+        )
 
 
 def _dataset_verdict(dataset, global_batch: int | None, first: int | None, brought: int):
@@ -285,20 +296,6 @@ def _keeps_only_full(predicate, source) -> bool:
         return bool(tf.nest.flatten(predicate(*[t[:length] for t in flat]))[0])
 
     return size > 1 and keeps(size) and not any(map(keeps, range(size)))
-
-
-def _probe_dataset_fn(fn, global_batch: int, num_replicas: int) -> CheckResult | None:
-    """Call ``fn`` as other machines would; the verdict on the first thing that goes wrong."""
-    try:
-        return _probe(fn, global_batch, num_replicas)
-    except Exception as error:  # the learner's function: report, never raise
-        return CheckResult(
-            False,
-            f"the dataset function failed when called with another InputContext: "
-            f"{type(error).__name__}: {error}. It must work for any context: use "
-            "context.get_per_replica_batch_size, context.num_input_pipelines and "
-            "context.input_pipeline_id rather than fixed numbers.",
-        )
 
 
 def _probe(fn, global_batch: int, num_replicas: int) -> CheckResult | None:

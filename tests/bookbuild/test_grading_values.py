@@ -1,8 +1,9 @@
 """Chapter 5's exercises judged by export: plain values and measurements cross as data.
 
-No sandbox here: for every wrong and right answer of the chapter's variants, the check gives
-the values rebuilt from their JSON record (the answer's names, and the chapter's benchmark
-that the answer derives from) the verdict and the words it gives the values themselves.
+No sandbox here: for every wrong and right answer of the chapter's variants, the grader
+calls the chapter's own check cell on the values rebuilt from their JSON record (the
+answer's names, and the chapter's benchmark that the answer derives from) and gives the
+verdict and the words the check gives the values themselves.
 Each distinct benchmark a variant asks for is measured once, for real, and reused. The
 sandboxed runs are `tests/book/test_labs.py`'s.
 """
@@ -17,6 +18,7 @@ import pytest
 import mirrorkit as mk
 from bookbuild import ROOT
 from bookbuild.grading._exports import ExportError, chapter_reads, export_value, import_value
+from bookbuild.grading._valued import judge, judges
 
 # Grading runs only in the book's environment (dev.py grade): these run in the reference job.
 pytestmark = pytest.mark.grading
@@ -77,8 +79,28 @@ def _check(number: int, values: dict):
     )  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory) -> dict[int, str]:
+    """Chapter 5's check cells, as the grader calls them on the rebuilt values."""
+    program = json.loads(_program(tmp_path_factory.mktemp("program")).read_text())
+    checks = [s for s in program["steps"] if s["kind"] == "check"]
+    assert all(judges(s["source"]) for s in checks)  # none needs a judge process
+    return {s["exercise"]: s["source"] for s in checks}
+
+
+def _program(folder):
+    from bookbuild.grading.program import write_program
+    from bookbuild.labs import chapters_with_exercises
+    from bookbuild.manifest import load_manifest
+
+    (chapter,) = chapters_with_exercises(load_manifest(), ["5"])
+    return write_program(chapter, folder / "program.json")
+
+
 @pytest.mark.parametrize(("number", "code"), CASES, ids=range(len(CASES)))
-def test_the_rebuilt_values_get_the_verdict_the_values_get(number, code, chapter):
+def test_the_grader_gives_the_rebuilt_values_the_verdict_the_values_get(
+    number, code, chapter, sources
+):
     namespace = dict(chapter)
     exec(code, namespace)
     names = [*ASKS[number], *(["benchmark"] if number == 1 else [])]
@@ -89,9 +111,9 @@ def test_the_rebuilt_values_get_the_verdict_the_values_get(number, code, chapter
         }
     except ExportError as error:
         pytest.fail(f"a variant's values could not cross: {error}")
-    rebuilt = {n: import_value(r, "values") for n, r in records.items()}
-    verdict, again = _check(number, values), _check(number, rebuilt)
-    assert (again.passed, again.message) == (verdict.passed, verdict.message)
+    verdict = _check(number, values)
+    passed, feedback = judge({"names": records}, sources[number], REPLICAS, 1)
+    assert (passed, feedback) == (verdict.passed, "" if verdict.passed else verdict.message)
 
 
 BROKEN = {
@@ -121,10 +143,21 @@ def test_too_many_items_do_not_cross():
 
 
 def test_chapter_5_sends_the_benchmark_its_ranking_derives_from(tmp_path):
-    from bookbuild.grading.program import write_program
-    from bookbuild.labs import chapters_with_exercises
-    from bookbuild.manifest import load_manifest
-
-    (chapter,) = chapters_with_exercises(load_manifest(), ["5"])
-    program = json.loads(write_program(chapter, tmp_path / "program.json").read_text())
+    program = json.loads(_program(tmp_path).read_text())
     assert chapter_reads(program) == {1: ["benchmark"], 2: []}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [None, {"names": []}, {"names": {"ranking": {"kind": "pickle"}}}, {"names": {"x": 1}}],
+    ids=["nothing", "a list", "a kind of its own", "a number"],
+)
+def test_a_garbled_line_fails_and_raises_nothing(line, sources):
+    passed, feedback = judge(line, sources[1], REPLICAS, 1)
+    assert not passed and feedback
+
+
+def test_a_check_cell_with_lines_of_its_own_is_left_to_a_judge_process():
+    assert not judges("x = 1\nmk.check_all_reduce_growth(p, g, m, replicas=x)")
+    assert not judges("mk.check_all_reduce_growth(p, g, m, replicas=int('4'))")
+    assert not judges("mk.check_mirrored(counter, strategy)")

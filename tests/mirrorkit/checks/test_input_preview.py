@@ -426,6 +426,14 @@ def test_check_input_pipeline_calls_a_dataset_function_as_other_machines_would(s
         "failed when called with another InputContext: RuntimeError" in verdicts["breaks"].message
     )
     assert not any(verdicts.values())
+
+    def one_pipeline(context):  # breaks only where the check looks beyond the first examples
+        if context.num_input_pipelines != 1:
+            raise RuntimeError("one machine only")
+        return right(context)
+
+    only_one = mk.check_input_pipeline(one_pipeline, strategy, global_batch=16, first_examples=64)
+    assert not only_one and "another InputContext: RuntimeError: one machine" in only_one.message
     with pytest.raises(ValueError, match="needs global_batch=..."):
         mk.check_input_pipeline(right, strategy)
     with pytest.raises(TypeError, match="repeats must be True or False"):

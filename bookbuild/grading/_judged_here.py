@@ -1,13 +1,18 @@
-"""The processes of an exercise asked at its check (:mod:`._asked`), in order.
+"""Exercises the grader judges itself, from data: the processes they take, in order.
 
-1. The inputs process (the runner in ``inputs`` mode, sandboxed): the chapter without the
-   key and without any answer; at each restore check it draws checkpoints from a secret
-   only the grader and it know, and seals their files and saved records.
+Two kinds of answer need no judge process. Values (chapter 5, :mod:`._valued`) cross as data
+and the check reads nothing else. Answers asked at the check (chapter 7, :mod:`._asked`) are
+called in the chapter on drawn inputs and what they gave crosses as data. Their processes:
+
+1. The inputs process (the runner in ``inputs`` mode, sandboxed), only for a restore: the
+   chapter without the key and without any answer; at each restore check it draws
+   checkpoints from a secret only the grader and it know, and seals their files and saved
+   records.
 2. The student's process (``export`` mode, as for answers judged by export): the chapter and
-   the answers; at each check it calls the answer on the drawn inputs and writes what came
-   back, read as untrusted data. It is restarted for the exercises left when one ends it.
-3. This process, the grader: each export judged by the check's own verdict
-   (:func:`._asked.judge`), with the records the student's process never saw.
+   the answers; each answer written as data (at the check, for an asked one), read as
+   untrusted data. It is restarted for the exercises left when one ends it.
+3. This process, the grader: each export judged by the check's own verdict, with the records
+   the student's process never saw.
 
 Example:
     >>> verdict(0, 4, "ex1", (False, "evaluate gives 2, but the mean loss is 1."))["feedback"]
@@ -20,16 +25,37 @@ import secrets
 import threading
 import time
 
-from bookbuild.grading import _asked, _by_export
+from bookbuild.grading import _asked, _by_export, _valued
 from bookbuild.grading._by_export import without_key
 from bookbuild.grading._ended import ended_how
 from bookbuild.grading.sandbox import run_sandboxed
 
+JUDGED_VALUES = (
+    "judged by export: the answers crossed as values, and the grader gave the check's verdict "
+    "on them (no code of the submission runs there)"
+)
 JUDGED_ASKED = (
     "judged by query at the check: the answer ran in the chapter on inputs drawn at grading "
     "time (checkpoints drawn by a process the answer never ran in); the verdict read what it "
     "gave as data"
 )
+
+
+def judged_here(program: dict, exported: dict) -> dict[int, str]:
+    """``{exercise: kind}`` of the exported exercises the grader judges itself.
+
+    Example:
+        >>> judged_here({"steps": [{"kind": "check", "exercise": 2,
+        ...     "source": "mk.check_all_reduce_growth(p, g, m, replicas=REPLICAS)"}]},
+        ...     {2: "values", 3: "restore", 4: "loss"})
+        {2: 'values', 3: 'restore'}
+    """
+    sources = {s["exercise"]: s["source"] for s in program["steps"] if s["kind"] == "check"}
+    return {
+        k: kind
+        for k, kind in exported.items()
+        if kind in _asked.KINDS or (kind == _valued.KIND and _valued.judges(sources.get(k, "")))
+    }
 
 
 def drawn_inputs(job: dict, deadline: float, hide=()) -> tuple[dict, str | None]:
@@ -79,14 +105,18 @@ def judged(job: dict, exports: dict, inputs: dict, charged: dict) -> dict:
     """``{(case,): [verdict]}`` for each case of ``job`` not charged, from its export."""
     found: dict = {}
     kinds = job.get("exports", {})
+    steps = job["program"]["steps"]
+    sources = {str(s["exercise"]): s["source"] for s in steps if s["kind"] == "check"}
+    seed, replicas = job["seed"], job["replicas"]
     for number, items in job["cases"].items():
         if int(number) in charged:
             continue
         for case, _ in items:
             line = exports.get((int(number), case))
-            result = _asked.judge(
-                kinds[number], line, inputs.get(number), job["seed"], job["replicas"]
-            )
+            if kinds[number] == _valued.KIND:
+                result = _valued.judge(line, sources[number], replicas, seed)
+            else:
+                result = _asked.judge(kinds[number], line, inputs.get(number), seed, replicas)
             found.setdefault((case,), []).append(verdict(job["run"], job["replicas"], case, result))
     return found
 
