@@ -41,15 +41,15 @@ def ask(kind: str, answer, arguments, keywords, inputs, seed: int) -> dict:
     """
     if answer is Ellipsis:
         return {"ellipsis": True}
+    given = _bound(kind, arguments, keywords)
     if kind == "evaluate":
         from mirrorkit.checks._evaluation_query import ask_drawn, example_shape
 
-        strategy, data, global_batch = arguments[0], arguments[2], keywords.get("global_batch")
-        return ask_drawn(answer, strategy, seed, global_batch, example_shape(data))
+        shape = example_shape(given["data"])
+        return ask_drawn(answer, given["strategy"], seed, given["global_batch"], shape)
     from mirrorkit.checks._restore_records import restored_record, saved_record
 
-    path, reference = arguments[0], arguments[1]
-    strategy = keywords.get("strategy")
+    path, reference, strategy = given["path"], given["reference"], given["strategy"]
     restored = [restored_record(answer, path, reference, strategy)]
     for drawn in (inputs or {}).get("drawn", []):
         with tempfile.TemporaryDirectory(prefix="drawn-") as folder:
@@ -67,9 +67,9 @@ def drawn_for(kind: str, arguments, keywords, secret: int) -> dict:
 
     if kind != "restore":
         return {}
-    path, reference = arguments[0], arguments[1]
-    strategy = keywords.get("strategy")
-    drawn = drawn_files(reference, path, [secret + k for k in range(DRAWN)])
+    given = _bound(kind, arguments, keywords)
+    strategy = given["strategy"]
+    drawn = drawn_files(given["reference"], given["path"], [secret + k for k in range(DRAWN)])
     return {
         "drawn": [
             {
@@ -81,6 +81,20 @@ def drawn_for(kind: str, arguments, keywords, secret: int) -> dict:
         "saved": [made["saved"] for made in drawn],
         "where": None if strategy is None else type(strategy).__name__,
     }
+
+
+def _bound(kind: str, arguments, keywords) -> dict:
+    """The check call's arguments after the answer, by the check's own parameter names
+    (defaults included), however the chapter's cell passes them."""
+    import inspect
+
+    from mirrorkit.checks.evaluation import check_evaluation
+    from mirrorkit.checks.restore import check_restore
+
+    check = check_evaluation if kind == "evaluate" else check_restore
+    bound = inspect.signature(check).bind(None, *arguments, **keywords)
+    bound.apply_defaults()
+    return bound.arguments
 
 
 def sent(inputs: dict) -> dict:

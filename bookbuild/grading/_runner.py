@@ -196,9 +196,8 @@ class Runner:
         reads = {n: self.ns[n] for n in self.reads(step) if n in self.ns}  # the chapter's
         if kind in _asked.KINDS:  # called here on drawn inputs; what it gave crosses as data
             inputs = self.job.get("inputs", {}).get(str(step["exercise"]))
-            ask = _asked.ask
             names = {
-                n: ask(kind, v, arguments, keywords or {}, inputs, self.job["seed"])
+                n: _asked.ask(kind, v, arguments, keywords or {}, inputs, self.job["seed"])
                 for n, v in answer.items()
             }
             self.verify(f"the export of exercise {step['exercise']}")

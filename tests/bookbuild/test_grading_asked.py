@@ -180,3 +180,18 @@ GARBLED = [
 def test_a_garbled_record_fails_and_raises_nothing(drawn, kind, line):
     passed, feedback = _asked.judge(kind, line, drawn, SEED, 4)
     assert passed is False and feedback
+
+
+def test_the_checks_arguments_are_read_by_name_however_the_cell_passes_them(chapter, drawn):
+    restore = _answer(chapter, _variants(2)["right 0"][0], "restore_on_one_device")
+    named = {"path": chapter["mirrored_path"], "reference": chapter["model"]}
+    record = _crossed(_asked.ask("restore", restore, [], named, _asked.sent(drawn), SEED))
+    passed, feedback = _asked.judge("restore", {"names": {"r": record}}, drawn, SEED, 4)
+    assert passed, feedback
+    evaluate = _answer(chapter, _variants(1)["right 0"][0], "evaluate")
+    keywords = {"data": (chapter["x"], chapter["y"]), "global_batch": GLOBAL_BATCH}
+    record = _asked.ask("evaluate", evaluate, [chapter["strategy"], chapter["model"]], keywords,
+                        None, SEED)  # fmt: skip
+    replicas = chapter["strategy"].num_replicas_in_sync
+    line = _crossed({"names": {"evaluate": record}})
+    assert _asked.judge("evaluate", line, None, SEED, replicas) == (True, "")
