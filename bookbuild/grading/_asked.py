@@ -84,17 +84,13 @@ def drawn_for(kind: str, arguments, keywords, secret: int) -> dict:
 
 
 def _bound(kind: str, arguments, keywords) -> dict:
-    """The check call's arguments after the answer, by the check's own parameter names
-    (defaults included), however the chapter's cell passes them."""
-    import inspect
-
+    """The check call's arguments after the answer, by the check's own parameter names."""
+    from bookbuild.grading._exports import check_arguments
     from mirrorkit.checks.evaluation import check_evaluation
     from mirrorkit.checks.restore import check_restore
 
     check = check_evaluation if kind == "evaluate" else check_restore
-    bound = inspect.signature(check).bind(None, *arguments, **keywords)
-    bound.apply_defaults()
-    return bound.arguments
+    return check_arguments(check, arguments, keywords)
 
 
 def sent(inputs: dict) -> dict:

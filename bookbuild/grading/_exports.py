@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import ast
+import inspect
 
 from bookbuild.grading import (
     _accumulations,
@@ -158,19 +159,15 @@ def export_value(  # noqa: PLR0913 - a kind of AT_CHECK also takes the check's a
     """
     import tensorflow as tf
 
-    if kind == "loss":
-        if len(arguments) < 3:
-            raise ExportError("the check's call does not give a strategy, model_fn and batch")
-        return _losses.describe(value, *arguments[:3])
-    if kind in ("clip", "accumulate"):
-        describe, count, names = {
-            "clip": (_clips.describe, 3, ("clip_norm", "loss")),
-            "accumulate": (_accumulations.describe, 4, ("micro_steps", "loss")),
-        }[kind]
-        if len(arguments) < count:
-            raise ExportError("the check's call does not give its model_fn and data")
-        given = {k: v for k, v in (keywords or {}).items() if k in names}
-        return describe(value, *arguments[:count], **given)
+    if kind in _TRACED:
+        check, describe = _TRACED[kind]
+        try:
+            given = check_arguments(_check(check), arguments, keywords or {})
+        except TypeError as error:
+            why = f"the check's call does not give what {check} takes: {error}"
+            raise ExportError(why) from None
+        wanted = list(inspect.signature(describe).parameters)[1:]
+        return describe(value, **{k: v for k, v in given.items() if k in wanted})
     if kind == "state":
         return {"kind": "state", "value": _states.describe(value, strategy)}
     if kind == "replica_fn":
@@ -193,6 +190,40 @@ def export_value(  # noqa: PLR0913 - a kind of AT_CHECK also takes the check's a
         f"it is a {type(value).__name__}, not a tf.data.Dataset or a dataset function: the "
         "exercise asks for a dataset"
     )
+
+
+_TRACED = {  # kinds traced at the check: the check, and what describes the answer for it
+    "loss": ("loss_step.check_loss_step", _losses.describe),
+    "clip": ("clipping.check_clipping", _clips.describe),
+    "accumulate": ("accumulation.check_accumulation", _accumulations.describe),
+}
+
+
+def check_arguments(check, arguments, keywords: dict) -> dict:
+    """A check call's arguments after the answer, by the check's own parameter names
+    (defaults included), however the chapter's cell passes them.
+
+    Raises:
+        TypeError: If they do not bind to the check's signature.
+
+    Example:
+        >>> def check_x(answer, strategy, *, size=8):
+        ...     pass
+        >>> check_arguments(check_x, ["s"], {})
+        {'strategy': 's', 'size': 8}
+    """
+    bound = inspect.signature(check).bind(None, *arguments, **keywords)
+    bound.apply_defaults()
+    first = next(iter(bound.arguments))
+    return {k: v for k, v in bound.arguments.items() if k != first}
+
+
+def _check(where: str):
+    """The check ``module.name`` of ``mirrorkit.checks``."""
+    import importlib
+
+    module, name = where.split(".")
+    return getattr(importlib.import_module(f"mirrorkit.checks.{module}"), name)
 
 
 def _graph(dataset) -> dict:

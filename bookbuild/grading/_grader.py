@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from bookbuild.grading import _asked, _by_export, _judged_here
+from bookbuild.grading import _asked, _by_export, _executed, _judged_here
 from bookbuild.grading._ended import ended_how
 from bookbuild.grading._exports import chapter_reads, exported_exercises
 from bookbuild.grading._queried import (
@@ -147,6 +147,7 @@ def _parts(program: dict, queried: dict) -> list:
         (_by_export_runs, [k for k in rest if k in exported and k not in here]),
         (_valued_part, [k for k in rest if here.get(k) == "values"]),
         (_asked_part, [k for k in rest if here.get(k) in _asked.KINDS]),
+        (_executed_part, [k for k in rest if here.get(k) in _executed.KINDS]),
         (_runs, [k for k in rest if k not in exported]),
     ]
     return [(runs, part) for runs, part in parts if part]
@@ -264,13 +265,19 @@ def _valued_part(*plan, together=False):
     return _asked_part(*plan, together=together)
 
 
+def _executed_part(*plan, together=False):
+    """The exercises an executor asks and the grader judges (_executed): as _asked_part."""
+    return _asked_part(*plan, together=together)
+
+
 HOW |= {
     _by_export_runs: JUDGED_BY_EXPORT,
     _valued_part: _judged_here.JUDGED_VALUES,
     _asked_part: _judged_here.JUDGED_ASKED,
+    _executed_part: _executed.JUDGED,
     _runs: JUDGED_BESIDE,
 }
-HERE = (_valued_part, _asked_part)  # the parts the grader judges itself
+HERE = (_valued_part, _asked_part, _executed_part)  # the parts the grader judges itself
 
 
 def _one_run(job: dict, deadline: float, timeout: float, limit: float | None, hide=()):

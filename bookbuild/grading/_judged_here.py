@@ -25,9 +25,10 @@ import secrets
 import threading
 import time
 
-from bookbuild.grading import _asked, _by_export, _valued
+from bookbuild.grading import _asked, _by_export, _executed, _valued
 from bookbuild.grading._by_export import without_key
 from bookbuild.grading._ended import ended_how
+from bookbuild.grading._exports import check_function
 from bookbuild.grading.sandbox import run_sandboxed
 
 JUDGED_VALUES = (
@@ -54,7 +55,8 @@ def judged_here(program: dict, exported: dict) -> dict[int, str]:
     return {
         k: kind
         for k, kind in exported.items()
-        if kind in _asked.KINDS or (kind == _valued.KIND and _valued.judges(sources.get(k, "")))
+        if kind in _asked.KINDS | _executed.KINDS
+        or (kind == _valued.KIND and _valued.judges(sources.get(k, "")))
     }
 
 
@@ -101,8 +103,9 @@ def verdict(run: int, replicas: int, case, judged: tuple[bool, str]) -> dict:
     }
 
 
-def judged(job: dict, exports: dict, inputs: dict, charged: dict) -> dict:
-    """``{(case,): [verdict]}`` for each case of ``job`` not charged, from its export."""
+def judged(job: dict, exports: dict, inputs: dict, charged: dict, asked=None) -> dict:
+    """``{(case,): [verdict]}`` for each case of ``job`` not charged, from its export (or,
+    for an executed kind, from the executor's record of it: ``asked``)."""
     found: dict = {}
     kinds = job.get("exports", {})
     steps = job["program"]["steps"]
@@ -115,6 +118,9 @@ def judged(job: dict, exports: dict, inputs: dict, charged: dict) -> dict:
             line = exports.get((int(number), case))
             if kinds[number] == _valued.KIND:
                 result = _valued.judge(line, sources[number], replicas, seed)
+            elif kinds[number] in _executed.KINDS:
+                record = (asked or {}).get((int(number), case))
+                result = _executed.judge(check_function(sources[number]), record)
             else:
                 result = _asked.judge(kinds[number], line, inputs.get(number), seed, replicas)
             found.setdefault((case,), []).append(verdict(job["run"], job["replicas"], case, result))
@@ -142,8 +148,9 @@ def runs(
     sent = {k: _asked.sent(v) for k, v in inputs.items()}
     verdicts: dict = {}
     charged: dict[int, str] = {}
-    if together:  # the tests' variants: each count's student's process at once
+    if together:  # the tests' variants: each count's student's process at once, then executor
         sides = _together([dict(job, inputs=sent) for job in jobs], deadline, culprit_of)
+        executors = _executors_together(jobs, sides, deadline)
     for index, job in enumerate(jobs):
         cases = {k: v for k, v in job["cases"].items() if int(k) not in charged}
         if not cases:
@@ -158,22 +165,49 @@ def runs(
         if failure is not None:
             return {}, {}, failure
         run, replicas = job["run"], job["replicas"]
+        if together:
+            asked, failure = executors[index]
+        else:
+            asked, failure = _executed.executed(job, exports, more, deadline, hide)
+        if failure is not None:
+            return {}, {}, failure
         charged |= {k: _by_export.at_count(run, replicas, w) for k, w in more.items()}
-        for key, found in judged(job, exports, inputs, more).items():
+        for key, found in judged(job, exports, inputs, more, asked).items():
             verdicts.setdefault(key, []).extend(found)
     return verdicts, charged, None
 
 
 def _together(jobs: list[dict], deadline: float, culprit_of) -> list:
     """Each job's ``student_side`` result, the jobs run side by side in threads."""
-    results: list = [None] * len(jobs)
+    found = _side_by_side(
+        len(jobs), lambda i: _by_export.student_side(jobs[i], deadline, None, culprit_of)
+    )
+    return [r or ({}, {}, ("error", "the student's run did not finish")) for r in found]
+
+
+def _executors_together(jobs: list[dict], sides: list, deadline: float) -> list:
+    """Each count's executor run on its student's exports, side by side (the tests)."""
+
+    def one(index: int):
+        exports, charged, failure = sides[index]
+        if failure is not None:
+            return {}, None  # the student's side's failure is the row's
+        return _executed.executed(jobs[index], exports, charged, deadline)
+
+    found = _side_by_side(len(jobs), one)
+    return [r or ({}, ("error", "the executor's run did not finish")) for r in found]
+
+
+def _side_by_side(count: int, work) -> list:
+    """``[work(0), work(1), ...]``, each in its own thread (None where one raised)."""
+    results: list = [None] * count
 
     def one(index: int) -> None:
-        results[index] = _by_export.student_side(jobs[index], deadline, None, culprit_of)
+        results[index] = work(index)
 
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(jobs))]
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return [r or ({}, {}, ("error", "the student's run did not finish")) for r in results]
+    return results

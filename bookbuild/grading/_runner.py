@@ -162,7 +162,7 @@ class Runner:
         if mode == "inputs":  # the inputs process runs no answer, the key's or a learner's
             return
         before = dict(self.ns)
-        if mode != "export":  # the student's process never holds the key's solution
+        if mode not in ("export", "execute"):  # neither holds the key's solution
             self.step_cell({"source": step["solution"], "cell": step["cell"]})
         cases = self.job["cases"].get(str(step["exercise"]))
         if cases is not None:  # the grader times each exercise
@@ -170,7 +170,7 @@ class Runner:
         at_check = mode == "export" and self.kind(step) in _exports.AT_CHECK
         results = []
         for case, given in cases or []:
-            if mode == "judge":  # ``given``: what the student's process exported
+            if mode in ("judge", "execute"):  # ``given``: what the student's process exported
                 wanted = [*step["asks"], *self.reads(step)]
                 results.append((case, _imported(wanted, given, self.kind(step), self.ns)))
                 continue
@@ -253,6 +253,9 @@ class Runner:
             if self.kind(step) in _exports.AT_CHECK:
                 self.export_at_check(step)
             return
+        if self.job.get("mode") == "execute":
+            self.execute_check(step)
+            return
         tree = ast.parse(step["source"])
         setup = ast.Module(body=tree.body[:-1], type_ignores=[])
         exec(compile(setup, f"<check cell {step['cell']}>", "exec"), self.ns)
@@ -302,6 +305,41 @@ class Runner:
                     answer = f"the check's arguments could not be read: {why}"
                 values = read or values
             self.export(step, case, answer, *values)
+        if str(step["exercise"]) in self.job["cases"]:
+            self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
+
+    def execute_check(self, step: dict) -> None:
+        """Ask each case's rebuilt answer what the check asks (the executor: no verdict).
+
+        The check cell's lines before its call run as the chapter's; the call's arguments
+        are read with the rebuilt answer bound, and the check's ask half records what it
+        found (:func:`._executed.ask`), sealed, for the grader's verdict.
+        """
+        positional, named = self.check_call(step)
+        pending = self.pending.pop(step["exercise"], [])
+        if pending:
+            first = ast.unparse(ast.parse(step["source"]).body[-1].value.args[0])
+            check = _exports.check_function(step["source"])
+        for case, answer in pending:
+            given, values = answer, ([], {})
+            if not isinstance(answer, str):
+                bindings = {**self.ns, **answer}
+                bindings |= {n: self.trusted[n] for n in ("mk", "tf", "keras", "np")}
+                try:
+                    given = eval(first, bindings)  # noqa: S307 - the chapter's text
+                    values = (
+                        [eval(a, bindings) for a in positional],  # noqa: S307
+                        {k: eval(v, bindings) for k, v in named.items()},  # noqa: S307
+                    )
+                except Exception as error:  # noqa: BLE001 - reported as the answer's feedback
+                    given = (
+                        f"the check's arguments could not be read: {self.trusted['raised'](error)}"
+                    )
+            asked = _executed.ask(check, given, *values)
+            self.verify(f"the executor's ask of exercise {step['exercise']}")
+            self.out.write(
+                kind="asked", run=self.job["run"], exercise=step["exercise"], case=case, **asked
+            )
         if str(step["exercise"]) in self.job["cases"]:
             self.out.write(kind="finished", run=self.job["run"], exercise=step["exercise"])
 
@@ -488,7 +526,7 @@ def main() -> None:
     os._exit(0)
 
 
-from bookbuild.grading import _asked, _exports, _integrity, _verdicts  # noqa: E402
+from bookbuild.grading import _asked, _executed, _exports, _integrity, _verdicts  # noqa: E402
 
 if __name__ == "__main__":
     main()

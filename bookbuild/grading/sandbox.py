@@ -37,6 +37,9 @@ RUNNER = Path(__file__).with_name("_runner.py")
 NOBODY = 65534
 ENDED = "[sandbox] the runner ended with status "  # the sandbox's shell's last line
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # world-writable: tmpfs in the sandbox
+# The runner's modes that see the repository only for the code they run: the student's
+# process, and the executor (it holds no key, on disk or in its job).
+HIDDEN = frozenset({"export", "execute"})
 
 
 @dataclass
@@ -182,8 +185,8 @@ def command(
     Args:
         root: Whether the grader runs as root (then the run drops to user nobody).
         user_ns: Whether an unprivileged user namespace can be made (when not root).
-        student: Whether the run is the student's process (grading by export): the
-            repository is hidden but for the code it runs.
+        student: Whether the run is the student's process or the executor (grading by
+            export): the repository is hidden but for the code it runs.
         hide: Folders the run must not see (the lab's, the submissions').
         source: A program to run with ``python -c`` instead of the runner; the student's
             process then sees none of the repository, only the Python environment.
@@ -275,7 +278,7 @@ def run_sandboxed(
     job = dict(job, result_fd=result_write, token_fd=token_read, own_namespace=isolated)
     started = time.monotonic()
     process = subprocess.Popen(
-        command(root, isolated, student=job.get("mode") == "export", hide=hide, source=source),
+        command(root, isolated, student=job.get("mode") in HIDDEN, hide=hide, source=source),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -134,3 +134,20 @@ def test_a_later_run_reads_what_an_earlier_exercises_check_cell_defined(tmp_path
     outcome = run_sandboxed(job, 600.0, hide=(tmp_path,))
     (exported,) = [line for line in outcome.lines if line.get("kind") == "export"]
     assert exported["names"]["any_batch_loss"]["kind"] == "loss", exported
+
+
+def test_the_checks_arguments_cross_alike_by_keyword_and_by_position(strategy, batches):
+    namespace = {"tf": tf, "np": np, "keras": keras, "GLOBAL_BATCH": 32}
+    exec(RIGHT, namespace)
+    answer = namespace["compute_loss"]
+    by_position = export_value(answer, 4, "loss", strategy, (strategy, make_model, batches))
+    keywords = {"batch": batches, "model_fn": make_model, "loss": "mse"}
+    by_keyword = export_value(answer, 4, "loss", strategy, (strategy,), keywords)
+    calls = [[(c["where"], c.get("shapes")) for c in r["calls"]] for r in (by_keyword, by_position)]
+    assert calls[0] == calls[1]
+    rebuilt = import_value(json.loads(json.dumps(by_keyword)), "loss", strategy)
+    again = mk.check_loss_step(rebuilt, strategy, make_model, batches)
+    verdict = mk.check_loss_step(answer, strategy, make_model, batches)
+    assert (again.passed, again.message) == (verdict.passed, verdict.message)
+    with pytest.raises(ExportError, match="does not give what"):
+        export_value(answer, 4, "loss", strategy, (strategy,), {"model": make_model})

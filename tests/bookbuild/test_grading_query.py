@@ -14,9 +14,6 @@ from bookbuild import ROOT
 from bookbuild.grading import _lab_student
 from bookbuild.grading._grader import _queried_variants, queried_exercises
 from bookbuild.grading._queried import chapter_query, judge_chapter
-from bookbuild.grading.program import write_program
-from bookbuild.labs import chapters_with_exercises
-from bookbuild.manifest import load_manifest
 from mirrorkit.checks.partitioner import check_partitioner_for
 
 _spec = importlib.util.spec_from_file_location(
@@ -48,11 +45,9 @@ def test_results_read_back_get_the_verdict_the_check_gives_the_function(code):
     )
 
 
-@pytest.fixture(scope="module")
-def program(tmp_path_factory):
-    (chapter,) = chapters_with_exercises(load_manifest(), ["9"])
-    path = write_program(chapter, tmp_path_factory.mktemp("ch9") / "program.json")
-    return json.loads(path.read_text())
+@pytest.fixture
+def program(chapter_program):
+    return chapter_program("9")
 
 
 def test_chapter_9_exercise_2_is_judged_by_query_and_exercise_1_is_not(program):

@@ -1,9 +1,10 @@
 """Chapter 1's exercise 3 judged by export: a replica function crosses as its traced graph.
 
-No sandbox here: for every wrong and right answer of the chapter's variants, the check gives
-the function rebuilt from its JSON record (which imports the traced graph, all-reduces
-included, and runs none of the learner's Python) the verdict and the words it gives the
-function itself. Then graphs the judge must not run are refused. The sandboxed runs are
+No sandbox here: for every wrong and right answer of the chapter's variants, the function
+rebuilt from its JSON record as the executor does (which imports the traced graph,
+all-reduces included, and runs none of the learner's Python) is asked by the check's ask
+half, and the record, after a JSON trip, gets from the grader's verdict the words the check
+gives the function itself. Then graphs the judge must not run are refused. The sandboxed runs are
 `tests/book/test_labs.py`'s.
 """
 
@@ -16,6 +17,7 @@ import tensorflow as tf
 
 import mirrorkit as mk
 from bookbuild import ROOT
+from bookbuild.grading import _executed
 from bookbuild.grading._exports import ExportError, export_value, import_value
 
 # Grading runs only in the book's environment (dev.py grade): these run in the reference job.
@@ -56,11 +58,13 @@ def _rebuilt(code: str, strategy):
 
 
 @pytest.mark.parametrize("code", CASES, ids=range(len(CASES)))
-def test_the_rebuilt_function_gets_the_verdict_the_function_gets(code, strategy):
+def test_the_executed_function_gets_the_verdict_the_function_gets(code, strategy):
+    """Student's export, executor's rebuild and ask, grader's verdict: the check's words."""
     function, rebuilt = _rebuilt(code, strategy)
     verdict = mk.check_all_reduced(function, strategy, expected=10.0)
-    again = mk.check_all_reduced(rebuilt, strategy, expected=10.0)
-    assert (again.passed, again.message) == (verdict.passed, verdict.message)
+    asked = _executed.ask("check_all_reduced", rebuilt, [strategy], {"expected": 10.0})
+    again = _executed.judge("check_all_reduced", json.loads(json.dumps(asked)))
+    assert again == (verdict.passed, "" if verdict.passed else verdict.message)
 
 
 REFUSED = {

@@ -1,7 +1,9 @@
-"""Chapter 1's exercises 1 and 2 judged by export: state crosses as data, rebuilt by the judge.
+"""Chapter 1's exercises 1 and 2 judged by export: state crosses as data to an executor.
 
-No sandbox here: for every wrong and right answer of the chapter's variants, the check gives
-the value rebuilt from its JSON record the verdict and the words it gives the value itself.
+No sandbox here: for every wrong and right answer of the chapter's variants, the value is
+exported as the student's process does, rebuilt from its JSON record as the executor does,
+asked by the check's ask half, and the record judged after a JSON trip as the grader does:
+the verdict and the words are those the check gives the value itself.
 Then records no student's process writes are refused, and the chapter's row says how its
 exercises are judged. The sandboxed runs are `tests/book/test_labs.py`'s.
 """
@@ -16,12 +18,10 @@ import tensorflow as tf
 
 import mirrorkit as mk
 from bookbuild import ROOT
+from bookbuild.grading import _executed
 from bookbuild.grading._exports import ExportError, export_value, exported_exercises, import_value
 from bookbuild.grading._grader import _isolation, queried_exercises
 from bookbuild.grading._states import MAX_NUMBERS
-from bookbuild.grading.program import write_program
-from bookbuild.labs import chapters_with_exercises
-from bookbuild.manifest import load_manifest
 
 # Grading runs only in the book's environment (dev.py grade): these run in the reference job.
 pytestmark = pytest.mark.grading
@@ -57,8 +57,20 @@ def _check(number: int, value, strategy):
     return mk.check_per_replica(value, strategy, expected=wanted, dtype=tf.float32)
 
 
+def _executed_verdict(number: int, rebuilt, strategy) -> tuple[bool, str]:
+    """The grader's verdict: the executor asks the rebuilt value, the record crosses as JSON."""
+    if number == 1:
+        check, arguments = "check_mirrored", {"dtype": tf.float32, "expected": 0.0}
+    else:
+        wanted = [i * i for i in range(strategy.num_replicas_in_sync)]
+        check, arguments = "check_per_replica", {"expected": wanted, "dtype": tf.float32}
+    line = json.loads(json.dumps(_executed.ask(check, rebuilt, [strategy], arguments)))
+    return _executed.judge(check, line)
+
+
 @pytest.mark.parametrize(("number", "code"), CASES, ids=range(len(CASES)))
-def test_the_rebuilt_value_gets_the_verdict_the_value_gets(number, code, strategy):
+def test_the_executed_value_gets_the_verdict_the_value_gets(number, code, strategy):
+    """Student's export, executor's rebuild and ask, grader's verdict: the check's words."""
     import keras
 
     namespace = {"tf": tf, "np": np, "keras": keras, "mk": mk, "strategy": strategy}
@@ -70,8 +82,11 @@ def test_the_rebuilt_value_gets_the_verdict_the_value_gets(number, code, strateg
         assert "more than" in str(error)
         return
     rebuilt = import_value(record, "state", strategy)
-    verdict, again = _check(number, value, strategy), _check(number, rebuilt, strategy)
-    assert (again.passed, again.message) == (verdict.passed, verdict.message)
+    verdict = _check(number, value, strategy)
+    assert _executed_verdict(number, rebuilt, strategy) == (
+        verdict.passed,
+        "" if verdict.passed else verdict.message,
+    )
 
 
 def _variable(strategy) -> dict:
@@ -124,15 +139,13 @@ def test_a_string_tensor_is_refused_where_it_is_exported(strategy):
         export_value(tf.constant(["a"]), 4, "state", strategy)
 
 
-@pytest.fixture(scope="module")
-def program(tmp_path_factory):
-    (chapter,) = chapters_with_exercises(load_manifest(), ["1"])
-    path = write_program(chapter, tmp_path_factory.mktemp("ch1") / "program.json")
-    return json.loads(path.read_text())
+@pytest.fixture
+def program(chapter_program):
+    return chapter_program("1")
 
 
 def test_chapter_1_row_names_every_exercise_judged_by_export(program):
     assert exported_exercises(program) == {1: "state", 2: "state", 3: "replica_fn"}
     isolation = _isolation(program, queried_exercises(program))
-    assert "exercises 1, 2, 3 judged by export" in isolation
+    assert f"exercises 1, 2, 3 {_executed.JUDGED}" in isolation
     assert "student's process" not in isolation

@@ -1,0 +1,133 @@
+"""Exported answers run by an executor that holds no verdict; judged by the grader from data.
+
+For a check cut into an ask and a verdict (:data:`CHECKS`), three processes grade its
+answer, and no two share a namespace, a token, a writable file or a pipe:
+
+1. The student's process (the runner in ``export`` mode) writes the answer as data: state as
+   its copies' values, a replica function as its traced graph. Read as untrusted data.
+2. The executor (``execute`` mode, sandboxed): the chapter without the key's solutions, each
+   answer rebuilt from its export (state from data, a graph of allow-listed operations only),
+   and at the check the check's ask on it (:func:`ask`): what it read, or what the rebuilt
+   function gave and which all-reduces fed it, sealed as data. It runs no Python of the
+   submission and no verdict.
+3. The grader: the check's own verdict on that record (:func:`judge`), with NumPy; nothing
+   of the submission runs here, not even its graphs.
+
+Example:
+    >>> judge("check_mirrored", {"failed": "no answer cell found"})
+    (False, 'no answer cell found')
+"""
+
+from __future__ import annotations
+
+import json
+
+CHECKS = {  # each check asked by the executor: its ask, and its verdict from the ask's record
+    "check_mirrored": ("replica_values.ask_mirrored", "_replica_verdicts.judge_mirrored"),
+    "check_per_replica": ("replica_values.ask_per_replica", "_replica_verdicts.judge_per_replica"),
+    "check_all_reduced": ("replica_values.ask_all_reduced", "_replica_verdicts.judge_all_reduced"),
+}
+KINDS = frozenset({"state", "replica_fn"})  # the export kinds of those checks
+MAX_RECORD = 4 << 20  # characters of one record, at most
+JUDGED = (
+    "judged by export: the answers crossed as data (values, graphs) to an executor that runs "
+    "none of the submission's Python and gives no verdict; the grader judged what it recorded"
+)
+
+
+def ask(check: str, answer, arguments, keywords) -> dict:
+    """The executor's record of one answer: ``{"record": ...}`` or ``{"failed": why}``.
+
+    ``answer``: the answer rebuilt from its export, or the feedback that fails it.
+    """
+    if isinstance(answer, str):
+        return {"failed": answer[:2000]}
+    asked = _half(CHECKS[check][0])
+    try:
+        record = asked(answer, *arguments, **keywords)
+    except Exception as error:  # noqa: BLE001 - as the runner reports a check that stopped
+        return {"failed": f"the check stopped: {type(error).__name__}: {error}"[:2000]}
+    return {"record": record}
+
+
+def judge(check: str, line) -> tuple[bool, str]:
+    """(passed, feedback) of one answer, from the executor's sealed line about it.
+
+    The check is the chapter's (from the program), never the record's own say.
+    """
+    line = line if isinstance(line, dict) else {}
+    if "failed" in line:
+        return False, str(line["failed"])[:2000]
+    record = line.get("record")
+    if not isinstance(record, dict) or len(json.dumps(record)) > MAX_RECORD:
+        return False, "the executor gave no record of this answer"
+    verdict = _half(CHECKS[check][1])
+    try:
+        result = verdict(record)
+    except Exception as error:  # noqa: BLE001 - a record this version cannot read
+        return False, f"the executor's record could not be judged: {type(error).__name__}"
+    return result.passed, "" if result.passed else str(result.message)
+
+
+def _half(where: str):
+    """The function ``module.name`` of ``mirrorkit.checks`` (imported when first asked for)."""
+    import importlib
+
+    module, name = where.split(".")
+    return getattr(importlib.import_module(f"mirrorkit.checks.{module}"), name)
+
+
+def for_executor(program: dict) -> dict:
+    """The program as the executor gets it: the key's solutions gone, the checks' text kept
+    (the student edition shows it), the answers to come from the student's exports.
+
+    Example:
+        >>> for_executor({"steps": [{"kind": "answer", "solution": "x = 1", "asks": ["x"]}]})
+        {'steps': [{'kind': 'answer', 'asks': ['x']}]}
+    """
+    steps = [
+        {k: v for k, v in step.items() if k != "solution"} if step["kind"] == "answer" else step
+        for step in program["steps"]
+    ]
+    return dict(program, steps=steps)
+
+
+def executed(job: dict, exports: dict, charged: dict, deadline: float, hide=()):
+    """Run the executor on ``job``'s executed exercises: ``({(exercise, case): line}, None)``,
+    or ``({}, (status, detail))`` when it could not run them.
+
+    Args:
+        job: The student's job of one replica count (``_grader._job``).
+        exports: ``{(exercise, case): export line}`` from the student's process.
+        charged: The exercises already charged (not asked).
+        deadline: When the submission's time runs out (``time.monotonic()``).
+        hide: Folders the run must not see.
+    """
+    import time
+
+    from bookbuild.grading._ended import ended_how
+    from bookbuild.grading.sandbox import run_sandboxed
+
+    kinds = job.get("exports", {})
+    wanted = [k for k in job["cases"] if kinds.get(k) in KINDS and int(k) not in charged]
+    if not wanted:
+        return {}, None
+    cases = {k: [[c, exports.get((int(k), c))] for c, _ in job["cases"][k]] for k in wanted}
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return {}, ("timeout", "grading ran out of time before the executor ran")
+    executor = dict(job, mode="execute", cases=cases, program=for_executor(job["program"]))
+    outcome = run_sandboxed(executor, left, hide=hide)
+    found: dict = {}
+    for record in outcome.records:  # sealed: nothing of the submission's Python ran there
+        if record.get("kind") in ("tampered", "error", "ended"):
+            return {}, ("error", f"the executor: {str(record.get('detail', ''))[:500]}")
+        if record.get("kind") == "asked" and record.get("run") == job["run"]:
+            found.setdefault((record.get("exercise"), record.get("case")), record)
+    expected = {(int(k), c) for k in wanted for c, _ in job["cases"][k]}
+    if outcome.timed_out:
+        return {}, ("timeout", "the executor ran out of the submission's time")
+    if outcome.problem or not expected <= set(found):
+        why = outcome.problem or ended_how(outcome.log)
+        return {}, ("error", f"the executor did not ask every answer: {why}")
+    return found, None
