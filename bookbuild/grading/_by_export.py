@@ -24,8 +24,8 @@ from bookbuild.grading import _exports
 from bookbuild.grading.sandbox import Outcome, run_sandboxed
 
 FORGED = (
-    "the student's process wrote a {kind!r} line: it exports answers, and only the judge, "
-    "which runs none of the submission, gives verdicts"
+    "the student's process wrote a {kind!r} line: it exports answers, and verdicts come only "
+    "from processes that run none of the submission"
 )
 
 

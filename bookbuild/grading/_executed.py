@@ -22,12 +22,18 @@ from __future__ import annotations
 
 import json
 
+from bookbuild.grading._exports import checks_function
+
 CHECKS = {  # each check asked by the executor: its ask, and its verdict from the ask's record
     "check_mirrored": ("replica_values.ask_mirrored", "_replica_verdicts.judge_mirrored"),
     "check_per_replica": ("replica_values.ask_per_replica", "_replica_verdicts.judge_per_replica"),
     "check_all_reduced": ("replica_values.ask_all_reduced", "_replica_verdicts.judge_all_reduced"),
+    "check_input_pipeline": (
+        "input_pipeline.ask_input_pipeline",
+        "_pipeline_verdicts.judge_input_pipeline",
+    ),
 }
-KINDS = frozenset({"state", "replica_fn"})  # the export kinds of those checks
+KINDS = frozenset({"state", "replica_fn", "dataset"})  # the export kinds of those checks
 MAX_RECORD = 4 << 20  # characters of one record, at most
 JUDGED = (
     "judged by export: the answers crossed as data (values, graphs) to an executor that runs "
@@ -42,11 +48,13 @@ def ask(check: str, answer, arguments, keywords) -> dict:
     """
     if isinstance(answer, str):
         return {"failed": answer[:2000]}
-    asked = _half(CHECKS[check][0])
+    from mirrorkit.checks.result import raised
+
+    asked = checks_function(CHECKS[check][0])
     try:
         record = asked(answer, *arguments, **keywords)
     except Exception as error:  # noqa: BLE001 - as the runner reports a check that stopped
-        return {"failed": f"the check stopped: {type(error).__name__}: {error}"[:2000]}
+        return {"failed": f"the check stopped: {raised(error)}"[:2000]}
     return {"record": record}
 
 
@@ -61,20 +69,16 @@ def judge(check: str, line) -> tuple[bool, str]:
     record = line.get("record")
     if not isinstance(record, dict) or len(json.dumps(record)) > MAX_RECORD:
         return False, "the executor gave no record of this answer"
-    verdict = _half(CHECKS[check][1])
+    from mirrorkit.checks.result import raised
+
+    verdict = checks_function(CHECKS[check][1])
     try:
         result = verdict(record)
+    except RuntimeError as error:  # the check stops here, as it would in the chapter
+        return False, f"the check stopped: {raised(error)}"[:2000]
     except Exception as error:  # noqa: BLE001 - a record this version cannot read
         return False, f"the executor's record could not be judged: {type(error).__name__}"
     return result.passed, "" if result.passed else str(result.message)
-
-
-def _half(where: str):
-    """The function ``module.name`` of ``mirrorkit.checks`` (imported when first asked for)."""
-    import importlib
-
-    module, name = where.split(".")
-    return getattr(importlib.import_module(f"mirrorkit.checks.{module}"), name)
 
 
 def for_executor(program: dict) -> dict:

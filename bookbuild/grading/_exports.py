@@ -40,6 +40,8 @@ from bookbuild.grading._wire import (
     encode,
     graph_ops,
     refused,
+    stand_in,
+    type_name,
 )
 
 EXPORTED_CHECKS = {  # each check judged on exported answers, and the kind its answer crosses as
@@ -162,7 +164,7 @@ def export_value(  # noqa: PLR0913 - a kind of AT_CHECK also takes the check's a
     if kind in _TRACED:
         check, describe = _TRACED[kind]
         try:
-            given = check_arguments(_check(check), arguments, keywords or {})
+            given = check_arguments(checks_function(check), arguments, keywords or {})
         except TypeError as error:
             why = f"the check's call does not give what {check} takes: {error}"
             raise ExportError(why) from None
@@ -179,13 +181,10 @@ def export_value(  # noqa: PLR0913 - a kind of AT_CHECK also takes the check's a
     if isinstance(value, tf.data.Dataset):
         return {"kind": "dataset", **_graph(value)}
     if callable(value):
-        made = []
-        for key in contexts(replicas):
-            try:
-                made.append([*key, _graph(value(tf.distribute.InputContext(*key)))])
-            except Exception as error:  # noqa: BLE001 - the learner's function: its feedback
-                made.append([*key, {"error": f"{type(error).__name__}: {error}"[:500]}])
-        return {"kind": "dataset_fn", "contexts": made}
+        return {
+            "kind": "dataset_fn",
+            "contexts": [[*k, _made(value, k)] for k in contexts(replicas)],
+        }
     raise ExportError(
         f"it is a {type(value).__name__}, not a tf.data.Dataset or a dataset function: the "
         "exercise asks for a dataset"
@@ -218,12 +217,35 @@ def check_arguments(check, arguments, keywords: dict) -> dict:
     return {k: v for k, v in bound.arguments.items() if k != first}
 
 
-def _check(where: str):
-    """The check ``module.name`` of ``mirrorkit.checks``."""
+def checks_function(where: str):
+    """The function ``module.name`` of ``mirrorkit.checks`` (imported when first asked for).
+
+    Example:
+        >>> checks_function("replica_values.check_mirrored").__name__
+        'check_mirrored'
+    """
     import importlib
 
     module, name = where.split(".")
     return getattr(importlib.import_module(f"mirrorkit.checks.{module}"), name)
+
+
+def _made(fn, key: tuple) -> dict:
+    """What a dataset function made for one input context: its dataset's graph, the error
+    it raised (its type's name and message), the type of what it returned instead, or why
+    the dataset cannot cross (``error``)."""
+    import tensorflow as tf
+
+    try:
+        dataset = fn(tf.distribute.InputContext(*key))
+    except Exception as error:  # noqa: BLE001 - the learner's function: its feedback
+        return {"raised": type_name(error), "message": str(error)[:500]}
+    if not isinstance(dataset, tf.data.Dataset):
+        return {"returned": type_name(dataset)}
+    try:
+        return _graph(dataset)
+    except Exception as error:  # noqa: BLE001 - a graph that cannot cross: the row says why
+        return {"error": f"{type(error).__name__}: {error}"[:500]}
 
 
 def _graph(dataset) -> dict:
@@ -294,7 +316,7 @@ def import_value(record: dict, kind: str = "dataset", strategy=None):
         table = {}
         for entry in record["contexts"]:
             key, made = tuple(entry[:3]), entry[3]
-            table[key] = made.get("error") or _dataset(made)
+            table[key] = made if made.keys() & {"error", "raised", "returned"} else _dataset(made)
         return _ExportedFunction(table)
     raise ExportError("the exported answer is not one the grader reads")
 
@@ -334,6 +356,21 @@ class _ExportedFunction:
         made = self._table.get((*key, context.num_replicas_in_sync))
         if made is None:
             raise ValueError(f"no dataset was exported for the input context {key}")
-        if isinstance(made, str):
-            raise RuntimeError(made)  # the learner's function failed in this context
-        return made
+        if not isinstance(made, dict):
+            return made
+        if "raised" in made:  # the learner's error, as the check would have met it
+            raise _raised(made["raised"], str(made.get("message", ""))[:500])
+        if "returned" in made:
+            return stand_in(made["returned"])
+        raise RuntimeError(str(made.get("error", ""))[:500])  # its graph could not cross
+
+
+def _raised(name, message: str) -> Exception:
+    """An error of a type named as the learner's, caught as the check catches that type:
+    a ``TypeError`` or ``ValueError`` (or a built-in kind of one) as one, else as any."""
+    import builtins
+
+    found = getattr(builtins, name, None) if isinstance(name, str) else None
+    known = isinstance(found, type) and issubclass(found, Exception)
+    base = next((b for b in (TypeError, ValueError) if known and issubclass(found, b)), None)
+    return stand_in(name, (base or RuntimeError,), message)

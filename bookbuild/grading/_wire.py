@@ -83,13 +83,14 @@ def type_name(value) -> str:
     return name if name.isidentifier() and len(name) <= 80 else "object"
 
 
-def stand_in(name, bases: tuple = ()):
+def stand_in(name, bases: tuple = (), *args):
     """An object of a new type called ``name``, checked as :func:`type_name` checks it.
 
-    The judge hands it to a check where the answer crossed as its type's name alone.
+    The judge hands it to a check where the answer crossed as its type's name alone;
+    ``args`` are given to the first base's constructor (an error's message).
     """
     safe = name if isinstance(name, str) and name.isidentifier() and len(name) <= 80 else "object"
-    return type(safe, bases, {})()
+    return type(safe, bases, {})(*args)
 
 
 def graph_ops(graph) -> set[str]:

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 from bookbuild import ROOT
-from bookbuild.grading import grade
+from bookbuild.grading import _executed, grade
 from bookbuild.grading._exports import exported_exercises, refused_ops
 from bookbuild.grading.program import load_program
 from bookbuild.grading.sandbox import run_sandboxed
@@ -157,6 +157,7 @@ def test_the_tiny_chapter_is_graded_by_export(lab):
 
 def test_the_key_scores_full_marks(graded):
     assert (graded["key"].status, graded["key"].total) == ("graded", (2.0, 2.0)), graded["key"]
+    assert f"exercises 1, 2 {_executed.JUDGED}" in graded["key"].isolation
 
 
 @pytest.mark.parametrize("name", list(FORGERIES))
@@ -168,7 +169,7 @@ def test_each_forgery_family_scores_zero(graded, name):
 
 def test_a_verdict_line_from_the_students_process_marks_the_row(graded):
     result = graded["sealed verdicts asked for with the token, and a finaliser writing more"]
-    assert result.status == "tampered" and "only the judge" in result.detail, result
+    assert result.status == "tampered" and "verdicts come only from" in result.detail, result
 
 
 def test_a_forged_graph_is_refused_by_name(graded):
