@@ -22,6 +22,8 @@ import re
 import tempfile
 from pathlib import Path
 
+from bookbuild.grading._wire import NO_RESULTS, opened
+
 KINDS = frozenset({"evaluate", "restore"})  # export kinds asked at the check, judged here
 DRAWN = 2  # checkpoints drawn for a restore
 FILE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,80}")
@@ -102,13 +104,12 @@ def judge(kind: str, line, inputs, seed: int, replicas: int) -> tuple[bool, str]
     """(passed, feedback) of one exported answer, from its (untrusted) export line."""
     from mirrorkit.checks.result import NOT_ATTEMPTED
 
-    line = line if isinstance(line, dict) else {}
-    if "failed" in line:
-        return False, str(line["failed"])[:500]
-    names = line.get("names")
-    values = list(names.values()) if isinstance(names, dict) else []
+    names, why = opened(line)
+    if names is None:
+        return False, why
+    values = list(names.values())
     if len(values) != 1 or not isinstance(values[0], dict):
-        return False, "no results came back for this exercise"
+        return False, NO_RESULTS
     answer = values[0]
     if answer.get("ellipsis") is True:
         return False, NOT_ATTEMPTED.message

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 
 from bookbuild.grading._exports import checks_function
+from bookbuild.grading._wire import opened
 
 CHECKS = {  # each check asked by the executor: its ask, and its verdict from the ask's record
     "check_mirrored": ("replica_values.ask_mirrored", "_replica_verdicts.judge_mirrored"),
@@ -63,12 +64,11 @@ def judge(check: str, line) -> tuple[bool, str]:
 
     The check is the chapter's (from the program), never the record's own say.
     """
-    line = line if isinstance(line, dict) else {}
-    if "failed" in line:
-        return False, str(line["failed"])[:2000]
-    record = line.get("record")
-    if not isinstance(record, dict) or len(json.dumps(record)) > MAX_RECORD:
-        return False, "the executor gave no record of this answer"
+    record, why = opened(line, "record")
+    if record is None:
+        return False, why
+    if len(json.dumps(record)) > MAX_RECORD:
+        return False, "the executor's record of this answer is too large to judge"
     from mirrorkit.checks.result import raised
 
     verdict = checks_function(CHECKS[check][1])

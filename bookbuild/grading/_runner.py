@@ -8,7 +8,12 @@ every case (the learner's answer, or the test's variants) runs as source in a sh
 the chapter's namespace, in a fresh thread; its check runs with the names the blank asks for
 taken from that copy and everything else, ``mk``, ``tf``, ``keras`` and ``np`` included, from
 the runner. Verdicts go out on the results channel (:mod:`~bookbuild.grading._verdicts`).
-Student code shares this process: see docs/design/grading.md for what that leaves open.
+That is the ``run`` mode, where student code shares this process (docs/design/grading.md
+says what that leaves open). The job's ``mode`` picks another part: ``export`` (the
+student's process: no solution, no check, each answer written as data), ``judge`` (the key
+and the checks on answers rebuilt from those exports), ``execute`` (no solution: each
+rebuilt answer asked by its check's ask, the records sealed for the grader's verdict) or
+``inputs`` (no answer: a restore's checkpoints drawn from a secret).
 """
 
 from __future__ import annotations
@@ -397,10 +402,10 @@ def _imported(wanted: list[str], given, kind: str, ns: dict) -> dict | str:
     """
     if not isinstance(given, dict):
         return MISSING
-    if "failed" in given:
-        return str(given["failed"])[:2000]
-    names = given.get("names")
-    if not isinstance(names, dict) or sorted(names) != sorted(wanted):
+    names, why = _wire.opened(given)
+    if names is None and "failed" in given:
+        return why
+    if names is None or sorted(names) != sorted(wanted):
         return NOT_DEFINED.format(names=", ".join(wanted), asks=", ".join(wanted))
     try:
         strategy = ns.get("strategy")
@@ -526,7 +531,14 @@ def main() -> None:
     os._exit(0)
 
 
-from bookbuild.grading import _asked, _executed, _exports, _integrity, _verdicts  # noqa: E402
+from bookbuild.grading import (  # noqa: E402
+    _asked,
+    _executed,
+    _exports,
+    _integrity,
+    _verdicts,
+    _wire,
+)
 
 if __name__ == "__main__":
     main()

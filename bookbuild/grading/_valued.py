@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 
 from bookbuild.grading._exports import EXPORTED_CHECKS, check_function, import_value
-from bookbuild.grading._wire import ExportError
+from bookbuild.grading._wire import ExportError, opened
 
 KIND = "values"
 
@@ -51,12 +51,9 @@ def judge(line, source: str, replicas: int, seed: int) -> tuple[bool, str]:
     """(passed, feedback) of one export line, from the check cell's call on its values."""
     import mirrorkit
 
-    line = line if isinstance(line, dict) else {}
-    if "failed" in line:
-        return False, str(line["failed"])[:2000]
-    names = line.get("names")
-    if not isinstance(names, dict):
-        return False, "no results came back for this exercise"
+    names, why = opened(line)
+    if names is None:
+        return False, why
     try:
         given = {str(name): import_value(record, KIND) for name, record in names.items()}
     except ExportError as error:

@@ -35,8 +35,32 @@ ELEMENT_OPS = frozenset({
 })  # fmt: skip
 
 
+NO_RESULTS = "no results came back for this exercise"
+FEEDBACK_LIMIT = 2000  # characters of an answer's own feedback sentence kept
+
+
 class ExportError(Exception):
     """An answer that cannot cross, with the sentence its feedback shows."""
+
+
+def opened(line, key: str = "names") -> tuple[dict | None, str]:
+    """What an untrusted line carries under ``key``, or the feedback that fails it.
+
+    Returns ``(found, "")`` when ``line[key]`` is a dict, else ``(None, why)``: the line's
+    own ``failed`` sentence, or :data:`NO_RESULTS`.
+
+    Example:
+        >>> opened({"failed": "your answer raised NameError: x"})
+        (None, 'your answer raised NameError: x')
+        >>> opened(["names"])
+        (None, 'no results came back for this exercise')
+    """
+    if not isinstance(line, dict):
+        return None, NO_RESULTS
+    if "failed" in line:
+        return None, str(line["failed"])[:FEEDBACK_LIMIT]
+    found = line.get(key)
+    return (found, "") if isinstance(found, dict) else (None, NO_RESULTS)
 
 
 def encode(data: bytes) -> str:

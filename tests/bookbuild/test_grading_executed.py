@@ -16,6 +16,7 @@ import tensorflow as tf
 
 import mirrorkit as mk
 from bookbuild.grading import _executed, sandbox
+from bookbuild.grading._exports import EXPORTED_CHECKS, checks_function
 from mirrorkit.checks._arrays import MAX_NUMBERS, as_data, from_data
 
 pytestmark = pytest.mark.grading
@@ -35,6 +36,13 @@ def test_the_executor_holds_no_solution_and_sees_no_key_on_disk(program):
         s["source"] for s in program["steps"] if s["kind"] == "check"
     ]
     assert "execute" in sandbox.HIDDEN and "judge" not in sandbox.HIDDEN
+
+
+def test_every_check_of_an_executed_kind_has_an_ask_and_a_verdict():
+    executed = {c for c, kind in EXPORTED_CHECKS.items() if kind in _executed.KINDS}
+    assert executed == set(_executed.CHECKS)
+    for ask, verdict in _executed.CHECKS.values():
+        assert callable(checks_function(ask)) and callable(checks_function(verdict))
 
 
 def _mirrored_record(strategy) -> dict:
