@@ -328,6 +328,20 @@ def require_callable(name: str, value, *, write: str) -> None:
         refuse(name, value, must="a function", write=write)
 
 
+def require_model_fn(model_fn, *, write: str = "model_fn=make_model") -> None:
+    """A TypeError unless ``model_fn`` is a function that builds a model (not a model).
+
+    Example:
+        >>> require_model_fn(None)
+        Traceback (most recent call last):
+        ...
+        TypeError: model_fn must be a function that returns a NEW Keras model, got NoneType None: write model_fn=make_model.
+    """  # noqa: E501
+    keras = sys.modules.get("keras")  # not imported: nothing can be a Keras model yet
+    if (keras is not None and isinstance(model_fn, keras.Model)) or not callable(model_fn):
+        refuse("model_fn", model_fn, must="a function that returns a NEW Keras model", write=write)
+
+
 def require_items(name: str, value, *, write: str, allow_empty: bool = False) -> list:
     """``value`` as a list: any iterable but text or a mapping; one item alone is refused.
 

@@ -7,7 +7,7 @@ builds the same model, accumulators and micro-batches and traces that step: each
 call is recorded as the check's sentence for its error, or as the graph of every operation
 the call made, whose inputs are the replica's share of the micro-batch (marked) and the
 variables it read or wrote, each named by what it is (which of the model's weights, which
-accumulator). The judge (:func:`rebuild`) hands the check a function that imports the graph
+accumulator). The executor (:func:`rebuild`) hands the check a function that imports the graph
 of the same replica into the check's own step, those variables mapped to the check's own
 model's and accumulators' copies on that replica: the assignments then run there, as the
 learner's would. A variable that is neither (a global of the chapter's, one made in the
@@ -204,7 +204,7 @@ class Accumulate:
 
 
 def rebuild(record: dict, strategy):
-    """The ``accumulate`` the check is given (the judge).
+    """The ``accumulate`` the check is given (the executor).
 
     Raises:
         _wire.ExportError: If the record is malformed, or a graph uses a refused operation

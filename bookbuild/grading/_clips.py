@@ -6,10 +6,10 @@ gradient's norm (nothing may change) and, for one mistake, a bound between the n
 mean and of the sum. The student's process (:func:`describe`) traces each replica's call at
 each of those bounds with the replica's gradients as placeholders and writes, per call, an
 error's text, a returned value that is not one gradient per weight (its type's name and
-length), or that replica's graph cut to what it returns. The judge (:func:`rebuild`) hands
+length), or that replica's graph cut to what it returns. The executor (:func:`rebuild`) hands
 the check a function that imports the graph of the same bound and replica into the check's
 own step, fed the check's gradients (every operation from
-``_loss_calls.ALLOWED_OPS``; all-reduces keyed, ordered and timed by the judge).
+``_loss_calls.ALLOWED_OPS``; all-reduces keyed, ordered and timed by the executor).
 
 Example:
     >>> _bounds(1.0, 8.0, 4)
@@ -212,7 +212,7 @@ class Clip:
 
 
 def rebuild(record: dict, strategy):
-    """The ``clip`` the check is given (the judge).
+    """The ``clip`` the check is given (the executor).
 
     Raises:
         _wire.ExportError: If the record is malformed, or a graph uses a refused operation

@@ -1,11 +1,11 @@
-"""The judge's side of a per-replica loss: each call the check makes, answered from its record.
+"""The executor's side of a per-replica loss: each call the check makes, answered from its record.
 
-:mod:`._losses` says what crosses; here the judge checks each recorded call (:class:`Call`:
+:mod:`._losses` says what crosses; here the executor checks each recorded call (:class:`Call`:
 an error, a value that is no loss, or one replica's graph cut to its loss and gradient, every
 operation from :data:`ALLOWED_OPS`, every placeholder an input, a captured value or an
 ordering token) and answers the check's calls with it (:class:`Loss`): the graph imported
 into the check's own step with the check's model's weights and data as its inputs, its
-all-reduces keyed from a range of the judge's per step and ordered by tokens of the judge's,
+all-reduces keyed from a range of the executor's per step and ordered by tokens of the executor's,
 and the loss given, through ``tf.custom_gradient``, the gradient that crossed with it.
 
 Example:

@@ -1,4 +1,4 @@
-"""Per-replica losses that cross as traced graphs: the student's process traces, the judge runs.
+"""Per-replica losses that cross as traced graphs: the student's process traces, the executor runs.
 
 Where an exercise's answer is ``compute_loss(model, x, y)`` (chapters 3 and 4), the
 student's process (:func:`describe`) makes every call the check will make of it, on the
@@ -6,14 +6,14 @@ same data split the same ways, and writes what each gave: an error's text, a ret
 that is not a loss (its type's name, or its shape), or for a loss the graph of one
 replica's work in the step (the loss and its gradient, with the model's weights and the
 replica's share of the batch as the graph's inputs). The model's weights enter through
-``keras.StatelessScope``, so the graph reads no variable. The judge (:func:`rebuild`) hands
+``keras.StatelessScope``, so the graph reads no variable. The executor (:func:`rebuild`) hands
 the check a function that, for a call the student's process traced, imports that graph
 into the check's own step with the check's model's weights and data as its inputs (every
 operation, the function library's included, from :data:`ALLOWED_OPS`; all-reduces with
-keys, order and a time limit of the judge's), and gives the loss the gradient that crossed
+keys, order and a time limit of the executor's), and gives the loss the gradient that crossed
 with it.
 
-The judge's side is :mod:`._loss_calls`.
+The executor's side is :mod:`._loss_calls`.
 
 Example:
     >>> _number(32.0), _number(float("inf")), _number(2**2000)
@@ -190,7 +190,7 @@ def _number(value) -> int | float | None:
 
 
 def rebuild(record: dict, strategy):
-    """The ``compute_loss`` the check is given (the judge).
+    """The ``compute_loss`` the check is given (the executor).
 
     Raises:
         _wire.ExportError: If the record is malformed, or a graph uses a refused operation

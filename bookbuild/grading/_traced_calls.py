@@ -1,4 +1,4 @@
-"""A replica's part of a traced step, as the student's process writes it for the judge.
+"""A replica's part of a traced step, as the student's process writes it for the executor.
 
 An answer that the check calls inside ``strategy.run`` (a loss, a clipping function, an
 accumulation step) is traced in a step made as the check's, with the replica's inputs marked

@@ -1,11 +1,11 @@
-"""Traced graphs the judge runs: checked on the way in, imported into the check's own step.
+"""Traced graphs the executor runs: checked on the way in, imported into the check's own step.
 
 Every kind whose answer crosses as a graph traced under ``strategy.run`` (a replica
 function, a loss, a clipping function, an accumulation step) is run through :class:`Traced`:
 its operations from the kind's allow-list, the function library's included; its
 placeholders only its inputs, the values it captured and the all-reduces' ordering tokens;
-each all-reduce given an instance key of the judge's (the k-th on each device shares
-``base + k``, one range per traced step), the judge's ordering token for its device, its
+each all-reduce given an instance key of the executor's (the k-th on each device shares
+``base + k``, one range per traced step), the executor's ordering token for its device, its
 device's earlier all-reduces to wait for, and a time limit.
 
 Example:
@@ -21,11 +21,11 @@ from typing import NamedTuple
 from bookbuild.grading import _states, _wire
 
 COLLECTIVES = frozenset({"CollectiveReduceV2", "CollectiveGatherV2"})
-INSTANCE_KEYS = 1 << 30  # the judge's all-reduces take keys from here, far above TensorFlow's
+INSTANCE_KEYS = 1 << 30  # the executor's all-reduces take keys from here, far above TensorFlow's
 COLLECTIVE_SECONDS = 60.0  # an all-reduce waiting longer for its group fails, never hangs
 _STEPS = itertools.count()  # each traced step gets all-reduce keys of its own
 _KEY = 3  # a collective's inputs: input, group size, group key, instance key, ordering tokens
-_KEYS = "mirrorbook_key_"  # the judge's instance-key constants, one per all-reduce
+_KEYS = "mirrorbook_key_"  # the executor's instance-key constants, one per all-reduce
 
 
 class Words(NamedTuple):
@@ -40,7 +40,7 @@ class Traced:
     """One replica's part of a traced step, checked: what it reads and every operation.
 
     Its placeholders are the ``inputs`` it was traced with, the values it captured and the
-    all-reduces' ordering tokens; :meth:`imported` runs it in the judge's step.
+    all-reduces' ordering tokens; :meth:`imported` runs it in the executor's step.
     """
 
     def __init__(self, record: dict, outputs: list[str], words: Words, allowed) -> None:
@@ -74,7 +74,7 @@ class Traced:
                 raise _wire.ExportError(
                     f"the exported {what}'s all-reduce is not one the grader reads"
                 )
-            for token in inputs[_KEY + 1 :]:  # each device's ordering token: the judge's own
+            for token in inputs[_KEY + 1 :]:  # each device's ordering token: the executor's own
                 self.tokens[token.split(":")[0]] = device(node.device)
             del node.input[:]
             key = f"{_KEYS}{len(mine)}_{sum(map(len, collectives.values()))}"
@@ -120,9 +120,9 @@ class Traced:
         return made
 
     def imported(self, tf, values: list, tokens: dict, base: int) -> list:
-        """Its outputs, computed in the judge's current graph from ``values`` (its inputs).
+        """Its outputs, computed in the executor's current graph from ``values`` (its inputs).
 
-        ``tokens``: the judge's ordering-token variable per device; ``base``: the first of
+        ``tokens``: the executor's ordering-token variable per device; ``base``: the first of
         the all-reduce keys this step's imports share.
         """
         here = tf.compat.v1.get_default_graph()
@@ -172,7 +172,7 @@ def rebuilt(record, strategy, what: str, build):
 
 
 def ordering_tokens(strategy, traced: list) -> dict:
-    """The judge's ordering-token variable per device, if any of ``traced`` all-reduces.
+    """The executor's ordering-token variable per device, if any of ``traced`` all-reduces.
 
     Made before the check traces its step: one made while tracing retraces it.
     """

@@ -68,3 +68,47 @@ def from_data(record: dict) -> np.ndarray | None:
         raise ValueError(f"not an array record: shape {shape!r}")
     raw = base64.b64decode(str(record["data"]), validate=True)
     return np.frombuffer(raw, dtype=stored).reshape(shape).copy()
+
+
+_ARRAY = "__ndarray__"  # the key that marks an array in an encoded record; no record uses it
+
+
+def encoded(value):
+    """``value`` (dicts with text keys, lists, tuples, arrays, numbers, text) as JSON data.
+
+    An array (or a NumPy number) becomes ``{"__ndarray__": as_data(array)}``; a tuple becomes
+    a list. A record another process judges crosses this way.
+
+    Example:
+        >>> encoded({"g": (np.float32(2.0), 3)})["g"][1]
+        3
+    """
+    if isinstance(value, dict):
+        return {str(key): encoded(each) for key, each in value.items()}
+    if isinstance(value, list | tuple):
+        return [encoded(each) for each in value]
+    if isinstance(value, np.ndarray | np.generic):
+        return {_ARRAY: as_data(value)}
+    return value
+
+
+def decoded(value):
+    """The record :func:`encoded` wrote, arrays read back with :func:`from_data`.
+
+    Raises:
+        ValueError: If an array in it is not one :func:`as_data` writes, or was not sent.
+
+    Example:
+        >>> decoded(encoded({"g": [np.arange(3)]}))["g"][0].tolist()
+        [0, 1, 2]
+    """
+    if isinstance(value, dict):
+        if set(value) == {_ARRAY} and isinstance(value[_ARRAY], dict):
+            array = from_data(value[_ARRAY])
+            if array is None:
+                raise ValueError("an array of the record was too large to send")
+            return array
+        return {key: decoded(each) for key, each in value.items()}
+    if isinstance(value, list):
+        return [decoded(each) for each in value]
+    return value

@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-from mirrorkit._validate import refuse
+from mirrorkit._validate import require_model_fn
 from mirrorkit.checks._steps import build_model, check_layers, flat_float64, per_example_values
 from mirrorkit.report.values import error_lines
 
@@ -35,24 +35,28 @@ def reference_and_copy(tf, strategy, model_fn, x, learning_rate, argument: str =
 
     A ``model_fn`` that is a model, or builds a model the checks cannot judge, raises.
     """
-    import keras
-
-    if isinstance(model_fn, keras.Model) or not callable(model_fn):
-        refuse(
-            "model_fn",
-            model_fn,
-            must="a function that returns a NEW Keras model",
-            write="model_fn=make_model",
-        )
+    require_model_fn(model_fn)
     reference = build_model(tf, model_fn, x, argument)
     check_layers(reference)
-    initial = reference.get_weights()
+    model, optimizer = copy_in_scope(tf, strategy, model_fn, x, learning_rate, argument)
+    model.set_weights(reference.get_weights())
+    return reference, model, optimizer
+
+
+def copy_in_scope(tf, strategy, model_fn, x, learning_rate, argument: str = "batch"):
+    """``model_fn()`` built in the strategy's scope, with SGD built for its weights.
+
+    A ``model_fn`` that is a model, or builds a model the checks cannot judge, raises.
+    """
+    import keras
+
+    require_model_fn(model_fn)
     with strategy.scope():
         model = build_model(tf, model_fn, x, argument)
-        model.set_weights(initial)
         optimizer = keras.optimizers.SGD(learning_rate)
         optimizer.build(model.trainable_variables)
-    return reference, model, optimizer
+    check_layers(model)
+    return model, optimizer
 
 
 def mean_gradient(tf, model, loss_fn, x, y) -> np.ndarray:

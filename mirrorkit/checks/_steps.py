@@ -3,10 +3,48 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from mirrorkit._validate import describe, refuse
+
+_LOSS_KINDS = "a Keras loss name, a keras.losses.Loss or a function loss(y_true, y_pred)"
+
+
+def resolve_loss(loss) -> Callable:
+    """The function ``loss(y_true, y_pred)`` that gives one value per example.
+
+    From a Keras loss name, a ``keras.losses.Loss`` (its reduction ignored) or a function.
+
+    Example:
+        >>> import numpy as np
+        >>> resolve_loss("mse")(np.zeros((2, 1)), np.ones((2, 1))).numpy().tolist()
+        [1.0, 1.0]
+        >>> resolve_loss("msq")
+        Traceback (most recent call last):
+        ...
+        ValueError: loss must be a Keras loss name, a keras.losses.Loss or a function loss(y_true, y_pred), got 'msq' (loss='msq' is not a Keras loss name: use a name such as 'mse'): write loss='mse' or loss='sparse_categorical_crossentropy'.
+    """  # noqa: E501
+    import keras
+
+    if isinstance(loss, str):
+        try:
+            fn = keras.losses.get(loss)
+        except ValueError:
+            refuse(
+                "loss",
+                must=_LOSS_KINDS,
+                got=f"{loss!r} (loss={loss!r} is not a Keras loss name: use a name such as 'mse')",
+                write="loss='mse' or loss='sparse_categorical_crossentropy'",
+                error=ValueError,
+            )
+        return fn.call if isinstance(fn, keras.losses.Loss) else fn
+    if isinstance(loss, keras.losses.Loss):
+        return loss.call  # the per-example values, before any reduction
+    if callable(loss):
+        return loss
+    refuse("loss", loss, must=_LOSS_KINDS, write="loss='mse'")
 
 
 def build_model(tf, model_fn, x, argument: str = "batch"):

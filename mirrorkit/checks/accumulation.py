@@ -1,5 +1,11 @@
 """Check a learner's gradient accumulation: K micro-batches, then one update, under a strategy.
 
+The check is an ask and a verdict: :func:`ask_accumulation` runs the learner's two
+functions for two accumulated updates and records them;
+:func:`mirrorkit.checks._accumulation_verdicts.judge_accumulation` computes one device's
+big-batch gradient from that record and names the mistake. The grader asks in an executor
+and judges in its own process; a check in the chapter does both here.
+
 Example:
     >>> import mirrorkit as mk
     >>> mk.check_accumulation(..., ..., mk.make_strategy(), None, None, micro_steps=2)
@@ -10,25 +16,22 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from mirrorkit._validate import refuse, require_strategy, require_whole
+from mirrorkit.checks._accumulation_verdicts import judge_accumulation
 from mirrorkit.checks._learner_data import examples, learner_structures
 from mirrorkit.checks._learner_runs import (
     LEARNING_RATE,
     LearnerError,
+    copy_in_scope,
     flat_weights,
-    mean_gradient,
-    reference_and_copy,
     run_learner,
 )
-from mirrorkit.checks._splits import Precision
-from mirrorkit.checks._steps import gradient_ratio
-from mirrorkit.checks.clipping import agree, precision_words
+from mirrorkit.checks._model_configs import config_of
+from mirrorkit.checks._steps import resolve_loss
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
-from mirrorkit.report.values import number
 
 
 def check_accumulation(
@@ -88,45 +91,71 @@ def check_accumulation(
         >>> check_accumulation(..., None, mk.make_strategy(), None, None, micro_steps=2)
         NOT YET: not attempted yet: replace the ... with your answer and run the cell.
     """
+    record = ask_accumulation(
+        accumulate, apply, strategy, model_fn, data, micro_steps=micro_steps, loss=loss, send=False
+    )
+    return judge_accumulation(record, model_fn=model_fn, loss=loss)
+
+
+def ask_accumulation(  # noqa: PLR0913 - the check's own arguments
+    accumulate, apply, strategy, model_fn, data, *, micro_steps, loss="mse", send=True
+) -> dict:
+    """What :func:`check_accumulation` runs of ``accumulate`` and ``apply``, as a record.
+
+    The weights the two updates started from and what each applied, or the sentence of
+    the learner's error. With ``send``, the record carries the model's and the loss's
+    configuration, for a verdict in another process. Raises as :func:`check_accumulation`
+    does for arguments that are not the check's.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> ask_accumulation(..., None, mk.make_strategy(), None, None, micro_steps=2)["verdict"]
+        ... # doctest: +ELLIPSIS
+        {'passed': False, 'message': 'not attempted yet: ...'}
+    """
     require_strategy(
         strategy,
         "check_accumulation(accumulate, apply, strategy, model_fn, data, micro_steps=K)",
     )
     if accumulate is Ellipsis or apply is Ellipsis:
-        return NOT_ATTEMPTED
+        return _early(NOT_ATTEMPTED)
     for name, fn, signature in (
         ("accumulate", accumulate, "accumulate(model, accumulators, x, y)"),
         ("apply", apply, "apply(model, optimizer, accumulators)"),
     ):
         if not callable(fn):
-            return CheckResult(
-                False, f"{name} must be a function {signature}, got {type(fn).__name__}."
+            return _early(
+                CheckResult(
+                    False, f"{name} must be a function {signature}, got {type(fn).__name__}."
+                )
             )
     micro_steps = require_whole("micro_steps", micro_steps, write="micro_steps=4", minimum=2)
     if (refusal := cannot_check_with_one_replica(strategy, "gradient accumulation")) is not None:
-        return refusal
+        return _early(refusal)
+    record = {
+        "check": "accumulation",
+        "replicas": strategy.num_replicas_in_sync,
+        "micro_steps": micro_steps,
+        "loss": (loss if isinstance(loss, str) else config_of(loss)) if send else None,
+    }
     try:
-        run = _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, loss)
+        ran = _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, loss)
     except LearnerError as error:
-        return CheckResult(False, str(error))
-    return _accumulation_verdict(run, micro_steps, strategy.num_replicas_in_sync)
+        return {**record, "sentence": str(error)}
+    model = ran.pop("model")
+    return {**record, **ran, "model": config_of(model) if send else None}
 
 
-@dataclass(frozen=True)
-class _Accumulated:
-    """Two accumulated updates, distributed and on one device, as flat float64 gradients."""
-
-    applied: tuple[np.ndarray, np.ndarray]  # what SGD applied at each update
-    reference: tuple[np.ndarray, np.ndarray]  # the big-batch gradient at the same weights
-    last_micro: tuple[np.ndarray, np.ndarray]  # the last micro-batch's mean-loss gradient
-    per_replica: int  # examples of one micro-batch on one replica
-    rtol: float  # of the gradient's norm: the precision the model computes at
+def _early(result: CheckResult) -> dict:
+    return {
+        "check": "accumulation",
+        "verdict": {"passed": result.passed, "message": result.message},
+    }
 
 
 def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, loss):
+    """The two updates: the weights they started from, what each applied, the model."""
     import tensorflow as tf
-
-    from mirrorkit.checks.equivalence import resolve_loss
 
     x, y = learner_structures(data, "data")
     size = examples(x)
@@ -143,11 +172,8 @@ def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, l
             error=ValueError,
         )
     micro = size // (2 * micro_steps)
-    big = micro * micro_steps
-    loss_fn = resolve_loss(loss)
-    reference, model, optimizer = reference_and_copy(
-        tf, strategy, model_fn, x, LEARNING_RATE, "data"
-    )
+    resolve_loss(loss)  # a loss the verdict cannot read is refused before anything runs
+    model, optimizer = copy_in_scope(tf, strategy, model_fn, x, LEARNING_RATE, "data")
     accumulators = zero_accumulators(tf, strategy, model)
 
     def add(batch):
@@ -160,24 +186,24 @@ def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, l
     update_step = tf.function(functools.partial(update))
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(micro)
     batches = iter(strategy.experimental_distribute_dataset(dataset))
-    reference_sgd_rate = LEARNING_RATE
-    applied, expected, last = [], [], []
-    for step in range(2):
-        start = step * big
-        part = _cut(tf, (x, y), slice(start, start + big))
-        expected.append(mean_gradient(tf, reference, loss_fn, *part))
-        tail = _cut(tf, (x, y), slice(start + big - micro, start + big))
-        last.append(mean_gradient(tf, reference, loss_fn, *tail))
+    initial = [np.asarray(w) for w in model.get_weights()]
+    applied, after = [], []
+    for _ in range(2):
         before = flat_weights(model)
         for _ in range(micro_steps):
             run_learner(add_step, next(batches))
         run_learner(update_step)
-        applied.append((before - flat_weights(model)) / reference_sgd_rate)
-        # The reference takes the right step, so that both start the next one alike.
-        reference.set_weights([np.asarray(v) for v in model.trainable_variables])
-    per_replica = micro // strategy.num_replicas_in_sync
-    rtol = Precision.of(reference, None, None).rtol
-    return _Accumulated(tuple(applied), tuple(expected), tuple(last), per_replica, rtol)
+        applied.append((before - flat_weights(model)) / LEARNING_RATE)
+        after.append([np.asarray(v) for v in model.trainable_variables])
+    return {
+        "x": x,
+        "y": y,
+        "micro": micro,
+        "weights": initial,
+        "after_first": after[0],
+        "applied": applied,
+        "model": model,
+    }
 
 
 def zero_accumulators(tf, strategy, model) -> list:
@@ -202,152 +228,3 @@ def zero_accumulators(tf, strategy, model) -> list:
             )
             for v in model.trainable_variables
         ]
-
-
-def _cut(tf, structure, part: slice):
-    """The examples ``part`` of every array of ``structure``."""
-    return tf.nest.map_structure(lambda a: a[part], structure)
-
-
-def _accumulation_mistakes(k: int, n: int) -> list[tuple[float, str]]:
-    """Factors a wrong update is off by (``k`` micro-batches, ``n`` replicas), with their cause."""
-    return [
-        (
-            0.0,
-            "the update applied nothing: the accumulators were zero when apply_gradients read "
-            "them. Add every micro-batch's gradients (assign_add), and reset them only after "
-            "applying.",
-        ),
-        (
-            float(k),
-            f"the update is {k}x the big-batch gradient: each micro-batch's loss was divided by "
-            f"the micro-batch's global batch, not by the whole accumulated step's ({k} "
-            "micro-batches). Divide by K times the global micro-batch.",
-        ),
-        (
-            1.0 / k,
-            f"the update is 1/{k} of the big-batch gradient: it is divided by the {k} "
-            "micro-batches twice (the loss already divides by the whole step's examples).",
-        ),
-        (
-            float(n),
-            f"the update is {n}x the big-batch gradient: the {n} replicas are summed twice, or "
-            "each replica divides by its own examples (a local mean). apply_gradients sums the "
-            "replicas once; divide each replica's loss by the global number of examples.",
-        ),
-        (
-            1.0 / n,
-            f"the update is 1/{n} of the big-batch gradient: divided by the {n} replicas twice. "
-            "A Keras loss with its default reduction already divides by num_replicas_in_sync "
-            "under a strategy.",
-        ),
-        (
-            float(k * n),
-            f"the update is {k * n}x the big-batch gradient: each replica averages over its own "
-            "micro-batch examples. Divide by the examples of the whole accumulated step, on "
-            "all replicas.",
-        ),
-    ]
-
-
-# Numbers an answer may have copied from a run with other settings: replica counts, and K;
-# the book's own run (4 replicas, K = 3) first.
-_REPLICA_LITERALS = (4, 2, 8)
-_K_LITERALS = (3, 2, 4)
-
-
-def _hard_coded(ratio: float, k: int, n: int, per_replica: int, *, book_only=False):
-    """Which numbers written into the answer make the update ``ratio`` times the right one.
-
-    With ``book_only``, only the numbers of the book's run are tried: the update's factor
-    already has a cause of its own, and may also be what those numbers give.
-    """
-    replica_literals = _REPLICA_LITERALS[:1] if book_only else _REPLICA_LITERALS
-    k_literals = _K_LITERALS[:1] if book_only else _K_LITERALS
-    for m in (m for m in replica_literals if m != n):
-        if _close(ratio, n / m):
-            return (
-                f"it is what a hard-coded {m} for the replica count gives, where this strategy "
-                f"has {n} replicas: divide by strategy.num_replicas_in_sync (N), or let a Keras "
-                "loss's default reduction divide by it, never by a number copied from a run "
-                "with another REPLICAS."
-            )
-    pairs = ((j, m) for j in k_literals for m in replica_literals if j != k and m != n)
-    for j, m in pairs:
-        if _close(ratio, k * n / (j * m)):
-            return (
-                f"it is what a hard-coded {j * m * per_replica} examples gives, {j} micro-batches "
-                f"on {m} replicas, where this step has {k} on {n} ({k * n * per_replica} "
-                "examples): divide by K * the global micro-batch, written with K and N, not "
-                "numbers."
-            )
-    for j in (j for j in k_literals if j != k):
-        if _close(ratio, k / j):
-            return (
-                f"it is what a hard-coded {j} for K gives, where this check accumulates {k} "
-                "micro-batches: divide by K (micro_steps), not by a number."
-            )
-    return None
-
-
-def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-4 * abs(b)
-
-
-def _accumulation_verdict(run: _Accumulated, k: int, n: int) -> CheckResult:
-    first, second = run.applied
-    want_first, want_second = run.reference
-    same = functools.partial(agree, rtol=run.rtol)
-    if same(first, want_first):
-        if same(second, want_second):
-            return CheckResult(
-                True,
-                f"both accumulated updates equal one step on the {k} micro-batches together "
-                "(checked twice in a row, so the accumulators are reset)"
-                + precision_words(run.rtol),
-            )
-        if same(second, want_second + first):
-            return CheckResult(
-                False,
-                "the first update is right, the second adds the first one's gradients again: "
-                "the accumulators are never reset. After apply_gradients, set each to zero, "
-                "e.g. accumulator.assign(tf.zeros_like(accumulator)).",
-            )
-        return CheckResult(
-            False,
-            f"the first update is right, the second is "
-            f"{number(gradient_ratio(second, want_second))}x "
-            "what it should be: reset the accumulators to zero after applying them, and only "
-            "then.",
-        )
-    ratio = gradient_ratio(first, want_first)
-    scaled = same(first, ratio * want_first)
-    causes = [m for f, m in _accumulation_mistakes(k, n) if same(first, f * want_first)]
-    literal = _hard_coded(ratio, k, n, run.per_replica, book_only=bool(causes))
-    literal = literal if scaled else None
-    if causes:  # with few replicas and micro-batches two causes can give the same factor
-        return CheckResult(False, " Or: ".join([*causes, *([literal] if literal else [])]))
-    for factor in (1.0 / k, 1.0):
-        if same(first, factor * run.last_micro[0]):
-            return CheckResult(
-                False,
-                "only the last micro-batch reached the update: each one replaced the "
-                "accumulators (assign) instead of adding to them (assign_add).",
-            )
-    if literal:
-        return CheckResult(
-            False, f"the update is {number(ratio)}x the big-batch gradient: {literal}"
-        )
-    if scaled:
-        return CheckResult(
-            False,
-            f"the update is {number(ratio)}x the big-batch gradient: each micro-batch's loss "
-            "must be its share of the whole step's mean loss, its summed per-example losses "
-            "divided by the examples of all K micro-batches on all replicas.",
-        )
-    return CheckResult(
-        False,
-        f"the update is {number(ratio)}x the big-batch gradient and not a rescaling of it: "
-        "add each micro-batch's gradients of its share of the whole step's mean loss, apply "
-        "them once, then reset.",
-    )

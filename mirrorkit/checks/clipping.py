@@ -1,5 +1,11 @@
 """Check a learner's gradient clipping under a strategy against one device's global-norm clip.
 
+The check is an ask and a verdict: :func:`ask_clipping` runs the learner's ``clip`` in a
+distributed step at each bound the verdict may need and records what was applied;
+:func:`mirrorkit.checks._clipping_verdicts.judge_clipping` computes one device's clipped
+gradient from that record and names the mistake. The grader asks in an executor and judges
+in its own process; a check in the chapter does both here.
+
 Example:
     >>> import mirrorkit as mk
     >>> mk.check_clipping(..., mk.make_strategy(), None, None, clip_norm=1.0)
@@ -9,13 +15,12 @@ Example:
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from mirrorkit._validate import refuse, require_number, require_strategy
+from mirrorkit.checks._clipping_verdicts import judge_clipping
 from mirrorkit.checks._learner_data import OneBatch, one_batch
 from mirrorkit.checks._learner_runs import (
     LearnerError,
@@ -24,8 +29,8 @@ from mirrorkit.checks._learner_runs import (
     reference_and_copy,
     run_learner,
 )
-from mirrorkit.checks._splits import Precision
-from mirrorkit.checks._steps import flat_float64, gradient_ratio, per_example_values
+from mirrorkit.checks._model_configs import config_of
+from mirrorkit.checks._steps import per_example_values, resolve_loss
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 from mirrorkit.report.values import number
 
@@ -73,85 +78,92 @@ def check_clipping(
         >>> check_clipping(..., mk.make_strategy(), None, None, clip_norm=1.0)
         NOT YET: not attempted yet: replace the ... with your answer and run the cell.
     """
+    return judge_clipping(
+        ask_clipping(clip, strategy, model_fn, batch, clip_norm=clip_norm, loss=loss, send=False),
+        model_fn=model_fn,
+        loss=loss,
+    )
+
+
+def ask_clipping(  # noqa: PLR0913 - the check's own arguments
+    clip, strategy, model_fn, batch, *, clip_norm, loss="mse", send=True
+) -> dict:
+    """What :func:`check_clipping` runs of ``clip``, as a record its verdict judges.
+
+    The step at each bound the verdict may need: ``clip_norm``, twice the gradient's norm
+    (nothing may change) and one between the norms of the replicas' mean and sum (which
+    tells the norm of the mean from a sum clipped and summed again); each update and each
+    replica's gradient, or the sentence of the learner's error. With ``send``, the record
+    carries the model's and the loss's configuration, for a verdict in another process.
+    Raises as :func:`check_clipping` does for arguments that are not the check's.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> ask_clipping(..., mk.make_strategy(), None, None, clip_norm=1.0)["verdict"]["passed"]
+        False
+    """
     require_strategy(strategy, "check_clipping(clip, strategy, model_fn, batch, clip_norm=...)")
     if clip is Ellipsis:
-        return NOT_ATTEMPTED
+        return _early(NOT_ATTEMPTED)
     if not callable(clip):
-        return CheckResult(
-            False,
-            f"clip must be a function clip(gradients, clip_norm) returning the gradients to "
-            f"apply, got {type(clip).__name__}.",
+        return _early(
+            CheckResult(
+                False,
+                f"clip must be a function clip(gradients, clip_norm) returning the gradients to "
+                f"apply, got {type(clip).__name__}.",
+            )
         )
     write = "clip_norm=1.0 (any number above 0)"
     clip_norm = require_number("clip_norm", clip_norm, write=write, above=0)
     if (refusal := cannot_check_with_one_replica(strategy, "gradient clipping")) is not None:
-        return refusal
-    try:
-        data = one_batch(strategy, batch, "batch")  # split once: every run below takes it
-        clipped = _clipping_run(clip, strategy, model_fn, data, clip_norm, loss)
-        if clipped.norm <= clip_norm:
-            refuse(
-                "clip_norm",
-                must="below the norm of the batch's gradient, so that clipping shows",
-                got=f"{number(clip_norm)}, but the gradient's norm is only "
-                f"{number(clipped.norm)}, so nothing is clipped. Pass a smaller clip_norm",
-                write=f"clip_norm={number(clipped.norm / 2)}",
-                error=ValueError,
-            )
-        loose = None  # asked only of a right clipped step: a wrong one is judged without it
-        if agree(clipped.applied, clipped.reference, clipped.rtol):
-            loose = _clipping_run(clip, strategy, model_fn, data, 2.0 * clipped.norm, loss)
-    except LearnerError as error:
-        return CheckResult(False, str(error))
+        return _early(refusal)
     n = strategy.num_replicas_in_sync
-    verdict = _clipping_verdict(clipped, loose, n)
-    if verdict.message.startswith(SUMMED_AGAIN):  # or the norm of the mean: one more bound
-        between = clipped.norm * (1.0 + 1.0 / n) / 2.0  # above the mean's norm, below the sum's
-        try:
-            middle = _clipping_run(clip, strategy, model_fn, data, between, loss)
-        except LearnerError as error:
-            return CheckResult(False, str(error))
-        if agree(middle.applied, flat_float64(_summed(middle.replicas)), middle.rtol):
-            return CheckResult(False, _mean_norm_message(n, between, middle.norm))
-    return verdict
+    data = one_batch(strategy, batch, "batch")  # split once: every run below takes it
+    record = {
+        "check": "clipping",
+        "replicas": n,
+        "x": data.x,
+        "y": data.y,
+        "model": None,
+        "loss": (loss if isinstance(loss, str) else config_of(loss)) if send else None,
+    }
+    norm, clipped, model = _clipping_run(clip, strategy, model_fn, data, clip_norm, loss)
+    record["model"] = config_of(model) if send else None
+    if "sentence" in clipped:
+        return {**record, "runs": {"clipped": clipped}}
+    if norm <= clip_norm:
+        refuse(
+            "clip_norm",
+            must="below the norm of the batch's gradient, so that clipping shows",
+            got=f"{number(clip_norm)}, but the gradient's norm is only "
+            f"{number(norm)}, so nothing is clipped. Pass a smaller clip_norm",
+            write=f"clip_norm={number(norm / 2)}",
+            error=ValueError,
+        )
+    between = norm * (1.0 + 1.0 / n) / 2.0  # above the mean's norm, below the sum's
+    runs = {"clipped": clipped}
+    for name, bound in (("loose", 2.0 * norm), ("between", between)):
+        runs[name] = _clipping_run(clip, strategy, model_fn, data, bound, loss)[1]
+    return {**record, "runs": runs}
 
 
-SUMMED_AGAIN = "the sum is clipped, but apply_gradients then sums"
-
-
-def _mean_norm_message(n: int, bound: float, norm: float) -> str:
-    return (
-        f"the norm is taken of the MEAN of the {n} replicas' gradients (ReduceOp.MEAN), which "
-        f"is 1/{n} of the norm of the summed gradient that one device would clip, so the "
-        f"bound acts {n}x too loosely: with clip_norm={number(bound)} and a summed gradient "
-        f"of norm {number(norm)}, nothing was clipped. All-reduce with ReduceOp.SUM, clip "
-        f"the global norm of the sum, and divide what you return by num_replicas_in_sync."
-    )
-
-
-@dataclass(frozen=True)
-class _Clipped:
-    """One clipped step: what SGD applied, what it should, and each replica's gradient."""
-
-    norm: float  # global norm of the global batch's gradient, one device
-    clip_norm: float
-    applied: np.ndarray
-    reference: np.ndarray  # one device: tf.clip_by_global_norm of the gradient
-    replicas: tuple[tuple[np.ndarray, ...], ...]  # per replica, per weight, unclipped
-    rtol: float  # of the gradient's norm: the precision the model computes at
+def _early(result: CheckResult) -> dict:
+    return {"check": "clipping", "verdict": {"passed": result.passed, "message": result.message}}
 
 
 def _clipping_run(clip, strategy, model_fn, data: OneBatch, clip_norm, loss):
-    import tensorflow as tf
+    """``(norm, run, model)``: the gradient's norm, the step at ``clip_norm``, the model.
 
-    from mirrorkit.checks.equivalence import resolve_loss
+    The one-device gradient's norm picks the bounds; the step is its initial weights, its
+    update and each replica's gradient, or the sentence of the learner's error.
+    """
+    import tensorflow as tf
 
     x, y, global_batch = data.x, data.y, data.examples
     loss_fn = resolve_loss(loss)
     reference, model, optimizer = reference_and_copy(tf, strategy, model_fn, x, 1.0)
-    gradient = mean_gradient(tf, reference, loss_fn, x, y)
-    norm = float(np.linalg.norm(gradient))
-    wanted = gradient * min(1.0, clip_norm / norm) if norm else gradient
+    norm = float(np.linalg.norm(mean_gradient(tf, reference, loss_fn, x, y)))
+    initial = [np.asarray(w) for w in model.get_weights()]
     variables = model.trainable_variables
 
     def replica_step(x_r, y_r):
@@ -175,167 +187,14 @@ def _clipping_run(clip, strategy, model_fn, data: OneBatch, clip_norm, loss):
 
     step = tf.function(functools.partial(run))
     before = flat_weights(model)
-    local = run_learner(step, data.per_replica)
-    applied = before - flat_weights(model)
-    replicas = tuple(
-        tuple(np.asarray(g, np.float64) for g in grads)
+    try:
+        local = run_learner(step, data.per_replica)
+    except LearnerError as error:
+        return norm, {"clip_norm": clip_norm, "sentence": str(error)}, model
+    replicas = [
+        [np.asarray(g, np.float64) for g in grads]
         for grads in zip(*(strategy.experimental_local_results(g) for g in local), strict=True)
-    )
-    rtol = Precision.of(reference, None, None).rtol
-    return _Clipped(norm, clip_norm, applied, wanted, replicas, rtol)
-
-
-def precision_words(rtol: float) -> str:
-    """How closely two updates were compared, as the end of a verdict's sentence.
-
-    Example:
-        >>> precision_words(1e-4), precision_words(0.03125)
-        ('.', " (to 0.03125 of the gradient's norm, at the precision the model computes in).")
-    """
-    if rtol <= 1e-4:
-        return "."
-    return f" (to {number(rtol)} of the gradient's norm, at the precision the model computes in)."
-
-
-def agree(a: np.ndarray, b: np.ndarray, rtol: float = 1e-4) -> bool:
-    """Whether ``a`` is ``b`` to ``rtol`` of ``b``'s norm (4 epsilons under mixed precision).
-
-    Example:
-        >>> agree(np.array([1.0, 2.0]), np.array([1.01, 2.0])), agree(np.ones(2), np.ones(2))
-        (False, True)
-    """
-    return float(np.linalg.norm(a - b)) <= rtol * float(np.linalg.norm(b)) + 1e-6
-
-
-def _clip_global(arrays, bound):
-    norm = math.sqrt(sum(float(np.sum(a * a)) for a in arrays))
-    factor = min(1.0, bound / norm) if norm else 1.0
-    return [a * factor for a in arrays]
-
-
-def _clip_each(arrays, bound):
-    out = []
-    for a in arrays:
-        norm = float(np.linalg.norm(a))
-        out.append(a * min(1.0, bound / norm) if norm else a)
-    return out
-
-
-def _summed(per_replica):
-    return [np.sum(parts, axis=0) for parts in zip(*per_replica, strict=True)]
-
-
-def _clipping_mistakes(run: _Clipped, n: int) -> list[tuple[np.ndarray, str]]:
-    c = run.clip_norm
-    total = _summed(run.replicas)
-    return [
-        (
-            flat_float64(_summed([_clip_global(g, c) for g in run.replicas])),
-            "each replica clipped its own gradient before the sum, by its local norm, as "
-            "Keras 3's clipnorm/global_clipnorm do under a strategy: the sum of clipped parts "
-            "is not the clipped sum. Sum first (ReplicaContext.all_reduce), then clip.",
-        ),
-        (
-            flat_float64([n * a for a in _clip_global(total, c)]),
-            f"{SUMMED_AGAIN} the {n} replicas' copies again: "
-            f"{n}x too big. Divide the clipped sum by num_replicas_in_sync, or scale each "
-            "replica's own gradient by the clipping factor.",
-        ),
-        (
-            flat_float64(_clip_each(total, c)),
-            "each weight's gradient is clipped to the bound on its own (tf.clip_by_norm): clip "
-            "the global norm of all of them together, tf.clip_by_global_norm.",
-        ),
-        (
-            flat_float64(_summed([_clip_each(g, c) for g in run.replicas])),
-            "each replica clipped each of its own gradients before the sum: sum first "
-            "(ReplicaContext.all_reduce), then clip their global norm.",
-        ),
-        (
-            flat_float64(total),
-            "nothing was clipped: the update is the unclipped gradient.",
-        ),
-        (
-            flat_float64(_summed([_clip_global(g, c / n) for g in run.replicas])),
-            f"each replica clipped its own gradient to clip_norm / {n} before the sum, by its "
-            f"local norm (or by {n} times it): that is not the clipped sum either. Sum first "
-            "(ReplicaContext.all_reduce), then clip by the norm of the sum.",
-        ),
     ]
-
-
-def _clipping_verdict(clipped: _Clipped, loose: _Clipped | None, n: int) -> CheckResult:
-    if loose is not None:  # the clipped step is right
-        if agree(loose.applied, loose.reference, loose.rtol):
-            return CheckResult(
-                True,
-                f"the update equals one-device training with tf.clip_by_global_norm: "
-                f"clipped to {number(clipped.clip_norm)} when the norm is "
-                f"{number(clipped.norm)}, and left alone under a looser bound"
-                + precision_words(clipped.rtol),
-            )
-        return CheckResult(
-            False,
-            f"with a bound of {number(loose.clip_norm)}, above the gradient's norm "
-            f"{number(loose.norm)}, the update still changed "
-            f"({number(gradient_ratio(loose.applied, loose.reference))}x the gradient): "
-            "clipping must "
-            "leave gradients whose norm is under the bound as they are.",
-        )
-    for predicted, message in _clipping_mistakes(clipped, n):
-        if agree(clipped.applied, predicted, clipped.rtol):
-            return CheckResult(False, message)
-    factors = _replica_factors(clipped)
-    if factors is not None:
-        return CheckResult(False, _factors_message(clipped, factors, n))
-    return CheckResult(
-        False,
-        f"the update is {number(gradient_ratio(clipped.applied, clipped.reference))}x the clipped "
-        "single-device gradient and not a rescaling of it: every replica must apply its share "
-        "of the clipped global gradient.",
-    )
-
-
-def _replica_factors(run: _Clipped) -> np.ndarray | None:
-    """The factor each replica scaled its own gradient by, if the update is such a sum."""
-    columns = np.stack([flat_float64(grads) for grads in run.replicas], axis=1)
-    factors, *_ = np.linalg.lstsq(columns, run.applied, rcond=None)
-    return factors if agree(columns @ factors, run.applied, run.rtol) else None
-
-
-def _factors_message(run: _Clipped, factors: np.ndarray, n: int) -> str:
-    """What scaling each replica's gradient by ``factors`` says about how the clip was made."""
-    shown = ", ".join(number(f) for f in factors)
-    if np.ptp(factors) > 1e-4 * np.max(np.abs(factors)):
-        return (
-            f"each replica scaled its gradient by a factor of its own ({shown}): each took the "
-            "local norm of its own gradients, not the norm of the all-reduced gradients. "
-            "The factor min(1, clip_norm / norm) must come from "
-            "tf.linalg.global_norm(context.all_reduce('SUM', gradients)), the same on every "
-            "replica."
-        )
-    factor, want = float(np.mean(factors)), min(1.0, run.clip_norm / run.norm)
-    local = [math.sqrt(sum(float(np.sum(g * g)) for g in grads)) for grads in run.replicas]
-    for norm, how in (
-        (sum(local), "the sum of the replicas' local norms"),
-        (math.sqrt(sum(v * v for v in local)), "the root of the replicas' summed squared norms"),
-    ):
-        if math.isclose(factor, min(1.0, run.clip_norm / norm), rel_tol=1e-4):
-            return (
-                f"every replica scaled its gradient by {number(factor)}, computed from {how}: "
-                "that is not the norm of the summed gradient (the norm of a sum is not the sum "
-                "of norms). All-reduce the gradients themselves, then take their global norm."
-            )
-    for literal in range(2, 9):
-        if literal != n and math.isclose(factor, want * n / literal, rel_tol=1e-4):
-            return (
-                f"the update is {number(n / literal)}x the clipped single-device gradient: it "
-                f"is what a hard-coded {literal} for the replica count gives, where this "
-                f"strategy has {n} replicas. Use context.num_replicas_in_sync, never a number "
-                "copied from a run with another REPLICAS."
-            )
-    return (
-        f"every replica scaled its gradient by {number(factor)}, but clipping the global norm "
-        f"{number(run.norm)} to {number(run.clip_norm)} takes a factor of {number(want)}: "
-        "min(1, clip_norm / the norm of the all-reduced gradients)."
-    )
+    applied = before - flat_weights(model)
+    run = {"clip_norm": clip_norm, "weights": initial, "applied": applied, "replicas": replicas}
+    return norm, run, model

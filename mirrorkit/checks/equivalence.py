@@ -15,74 +15,17 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from collections.abc import Callable
-from dataclasses import dataclass
-
-import numpy as np
 
 from mirrorkit._validate import refuse, require_batch, require_callable, require_strategy
-from mirrorkit.checks import _logits
-from mirrorkit.checks._learner_loss import probe_compute_loss, scalar_loss, shapes, why
-from mirrorkit.checks._learner_runs import guarded, traced_learner_error
-from mirrorkit.checks._logits import from_logits_of
-from mirrorkit.checks._loss_causes import diagnose, fit, notes
-from mirrorkit.checks._splits import Precision, distributed_batch, splits_verdict, uneven_split
-from mirrorkit.checks._steps import (
-    build_model,
-    check_layers,
-    describe_model,
-    flat_float64,
-    gradient_ratio,
-    per_example_values,
-)
-from mirrorkit.checks.step_equivalence import (
-    FROM_LOGITS,
-    NO_LOSS,
-    OTHER,
-    REFERENCE_FROM_LOGITS,
-    StepEquivalence,
-    WeightGradient,
-)
+from mirrorkit.checks._step_asks import ask_step
+from mirrorkit.checks._step_verdicts import judge_step
+from mirrorkit.checks._steps import resolve_loss
+from mirrorkit.checks.step_equivalence import StepEquivalence
+
+__all__ = ["check_step_equivalence", "checked_batch", "resolve_loss", "step_equivalence"]
 
 CALL = 'mk.check_step_equivalence(compute_loss, strategy, model_fn, batch, loss="mse")'
-_LOSS_KINDS = "a Keras loss name, a keras.losses.Loss or a function loss(y_true, y_pred)"
-
-
-def resolve_loss(loss) -> Callable:
-    """The function ``loss(y_true, y_pred)`` that gives one value per example.
-
-    From a Keras loss name, a ``keras.losses.Loss`` (its reduction ignored) or a function.
-
-    Example:
-        >>> import numpy as np
-        >>> resolve_loss("mse")(np.zeros((2, 1)), np.ones((2, 1))).numpy().tolist()
-        [1.0, 1.0]
-        >>> resolve_loss("msq")
-        Traceback (most recent call last):
-        ...
-        ValueError: loss must be a Keras loss name, a keras.losses.Loss or a function loss(y_true, y_pred), got 'msq' (loss='msq' is not a Keras loss name: use a name such as 'mse'): write loss='mse' or loss='sparse_categorical_crossentropy'.
-    """  # noqa: E501
-    import keras
-
-    if isinstance(loss, str):
-        try:
-            fn = keras.losses.get(loss)
-        except ValueError:
-            refuse(
-                "loss",
-                must=_LOSS_KINDS,
-                got=f"{loss!r} (loss={loss!r} is not a Keras loss name: use a name such as 'mse')",
-                write="loss='mse' or loss='sparse_categorical_crossentropy'",
-                error=ValueError,
-            )
-        return fn.call if isinstance(fn, keras.losses.Loss) else fn
-    if isinstance(loss, keras.losses.Loss):
-        return loss.call  # the per-example values, before any reduction
-    if callable(loss):
-        return loss
-    refuse("loss", loss, must=_LOSS_KINDS, write="loss='mse'")
 
 
 def check_step_equivalence(
@@ -187,77 +130,34 @@ def step_equivalence(compute_loss, strategy, model_fn, batch, *, loss, rtol, ato
     import tensorflow as tf
 
     x, y, examples = _arguments(tf, compute_loss, strategy, model_fn, batch)
-    return _verdict(
-        tf, compute_loss, strategy, model_fn, (x, y, examples), loss, rtol, atol, uneven
+    resolve_loss(loss)  # a loss the check cannot read is refused before anything runs
+    record = ask_step(
+        compute_loss,
+        strategy,
+        model_fn,
+        (x, y, examples),
+        loss=loss,
+        rtol=rtol,
+        atol=atol,
+        uneven=uneven,
     )
+    return judge_step(record, model_fn=model_fn, loss=loss)
 
 
-def batch_examples(compute_loss, strategy, model_fn, batch) -> int:
-    """The examples in ``batch``, once every argument is refused or accepted as the check would.
+def checked_batch(compute_loss, strategy, model_fn, batch) -> tuple:
+    """``(x, y, examples)`` of ``batch``, each argument refused or accepted as the check would.
 
     Example:
         >>> import numpy as np
         >>> import mirrorkit as mk
-        >>> from mirrorkit.checks.equivalence import batch_examples
-        >>> batch_examples(print, mk.make_strategy(), lambda: None, (np.ones((6, 2)), np.ones(6)))
+        >>> from mirrorkit.checks.equivalence import checked_batch
+        >>> batch = (np.ones((6, 2)), np.ones(6))
+        >>> checked_batch(print, mk.make_strategy(), lambda: None, batch)[2]
         6
     """
     import tensorflow as tf
 
-    return _arguments(tf, compute_loss, strategy, model_fn, batch)[2]
-
-
-def _verdict(tf, compute_loss, strategy, model_fn, batch, loss, rtol, atol, uneven=True):
-    """The verdict on the strategy's own split and, if that is even, one uneven split too."""
-    x, y, global_batch = batch
-    per_example_loss = resolve_loss(loss)
-    reference = build_model(tf, model_fn, x)
-    check_layers(reference)
-    with strategy.scope():
-        model = build_model(tf, model_fn, x)
-    model.set_weights(reference.get_weights())
-    if not model.trainable_variables:
-        refuse(
-            "model_fn",
-            must="a function building a model with trainable weights",
-            got="a function where the model has no trainable weights, so no gradient to compare",
-            write="model_fn=build_model where build_model() returns a model with a Dense layer",
-            error=ValueError,
-        )
-    precision = Precision.of(reference, rtol, atol)
-    judge = functools.partial(
-        _one_split,
-        tf,
-        strategy,
-        model,
-        reference,
-        compute_loss,
-        (per_example_loss, loss),
-        (x, y),
-        precision,
-    )
-    first = judge(None)
-    n = strategy.num_replicas_in_sync
-    if not (uneven and first.equivalent and n > 1 and len(set(first.replica_batches)) == 1):
-        tried = (first.replica_batches,) if first.replica_batches else ()
-        return dataclasses.replace(first, splits=tried)
-    second = judge(uneven_split(first.replica_batches))
-    return splits_verdict(first, second)
-
-
-def _one_split(tf, strategy, model, reference, compute_loss, losses, data, precision, split):
-    """The verdict on one split of the batch: the strategy's own (``split`` None) or given."""
-    per_example_loss, loss = losses
-    x, y = data
-    tolerance = {"global_batch": _examples(tf, x), "rtol": precision.rtol, "atol": precision.atol}
-    step = _run_distributed(tf, strategy, model, compute_loss, data, split)
-    if isinstance(step, str):
-        return _no_loss(step, strategy.num_replicas_in_sync, **tolerance)
-    single = _single_device(tf, reference, per_example_loss, loss, x, y)
-    result = _compare(tf, step, single, reference, per_example_loss, loss, precision, **tolerance)
-    if result.cause == OTHER and from_logits_of(loss) is not None:
-        return _other_reading(tf, result, step, reference, loss, data, precision)
-    return result
+    return _arguments(tf, compute_loss, strategy, model_fn, batch)
 
 
 def _arguments(tf, compute_loss, strategy, model_fn, batch):
@@ -283,246 +183,3 @@ def _arguments(tf, compute_loss, strategy, model_fn, batch):
         )
     require_callable("model_fn", model_fn, write="model_fn=build_model, the function itself")
     return require_batch("batch", batch, write="batch=(x, y), e.g. (x_train[:8], y_train[:8])")
-
-
-def _no_loss(message: str, num_replicas: int, *, global_batch, rtol, atol) -> StepEquivalence:
-    """The failed result when ``compute_loss`` gave no loss to compare."""
-    return StepEquivalence(
-        equivalent=False,
-        cause=NO_LOSS,
-        message=message,
-        num_replicas=num_replicas,
-        global_batch=global_batch,
-        replica_batches=(),
-        loss=float("nan"),
-        reference_loss=float("nan"),
-        gradient_ratio=float("nan"),
-        example_weights=(),
-        regularization_weight=None,
-        mean_of_replica_means=float("nan"),
-        reference_data_loss=float("nan"),
-        weights=(),
-        rtol=rtol,
-        atol=atol,
-    )
-
-
-# ------------------------------------------------------------------ the distributed step
-
-
-@dataclass(frozen=True)
-class _Distributed:
-    """What one distributed step measured."""
-
-    applied: list  # per weight, the SUM all-reduce of the replicas' gradients
-    loss: float  # the replicas' losses summed
-    replica_gradients: list  # per replica, its gradient of each weight
-    replica_x: list  # per replica, its share of x (NumPy)
-    replica_y: list
-    empty_loss: bool  # a replica without examples returned an empty tensor, not 0
-    names: list  # the weights' paths
-
-
-def _run_distributed(tf, strategy, model, compute_loss, data, split):
-    """The step on the strategy's split (or ``split``), or why ``compute_loss`` gave no loss."""
-    dist_x, dist_y = distributed_batch(tf, strategy, data, split)
-    local = strategy.experimental_local_results
-    problem = probe_compute_loss(tf, compute_loss, model, local(dist_x)[0], local(dist_y)[0])
-    if problem is not None:
-        return problem
-    variables = model.trainable_variables
-    none_gradients, empty_losses, problems = [], [], []
-
-    checked = guarded(compute_loss, "compute_loss")
-
-    def replica_step(x_r, y_r):
-        with tf.GradientTape() as tape:
-            value = checked(model, x_r, y_r)
-        value = scalar_loss(tf, value, empty_losses, problems)
-        gradients = tape.gradient(value, variables)
-        none_gradients.append(all(g is None for g in gradients))
-        gradients = [
-            tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
-            for g, v in zip(gradients, variables, strict=True)
-        ]
-        return value, gradients
-
-    def run_step(x_d, y_d):
-        return strategy.run(replica_step, args=(x_d, y_d))
-
-    # TensorFlow counts traces per code object and warns after five ("triggered tf.function
-    # retracing"); every check traces a new step once by design, so each gets its own key.
-    try:
-        per_replica_loss, per_replica_gradients = tf.function(functools.partial(run_step))(
-            dist_x, dist_y
-        )
-    except Exception as error:  # noqa: BLE001 - the learner's code, traced: a verdict
-        sentence = traced_learner_error(error)  # NumPy on a symbolic tensor, above all
-        if sentence is None:
-            raise
-        return sentence
-    if problems:
-        return problems[0]
-    if none_gradients and all(none_gradients):
-        return (
-            "the loss compute_loss returns does not depend on the model's weights: compute "
-            "it from the model's predictions, model(x, training=True)."
-        )
-    summed = functools.partial(strategy.reduce, tf.distribute.ReduceOp.SUM, axis=None)
-    return _Distributed(
-        applied=[np.asarray(g, np.float64) for g in summed(per_replica_gradients)],
-        loss=float(summed(per_replica_loss)),
-        replica_gradients=[
-            [np.asarray(g, np.float64) for g in grads]
-            for grads in zip(*(local(g) for g in per_replica_gradients), strict=True)
-        ],
-        replica_x=[_numpy_structure(tf, part) for part in local(dist_x)],
-        replica_y=[_numpy_structure(tf, part) for part in local(dist_y)],
-        empty_loss=bool(empty_losses),
-        names=[getattr(v, "path", None) or v.name for v in variables],
-    )
-
-
-def _numpy_structure(tf, value):
-    return tf.nest.map_structure(lambda t: np.asarray(t), value)
-
-
-def _examples(tf, structure) -> int:
-    return int(np.shape(tf.nest.flatten(structure)[0])[0])
-
-
-# ---------------------------------------------------------------- the one-device reference
-
-
-def _single_device(tf, model, per_example_loss, loss, x, y):
-    """The one-device reference gradients; refuses a ``loss`` that cannot score this model."""
-    try:
-        return _reference_gradients(tf, model, per_example_loss, x, y)
-    except (tf.errors.InvalidArgumentError, ValueError, TypeError) as error:
-        name = loss if isinstance(loss, str) else type(loss).__name__
-        prediction = model(x, training=False)
-        raise ValueError(  # the wording the tests pin has a colon of its own
-            f"the reference loss ({name}) cannot score this model: predictions of shape "
-            f"{shapes(prediction)} against labels of shape {shapes(y)} ({why(error)}). The "
-            f"model is {describe_model(model)}: give y the structure of its outputs (a dict "
-            "with the same keys for named outputs) and pass the loss your compute_loss "
-            "uses as loss=..., e.g. "
-            "loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True) for class "
-            "indices and logits."
-        ) from None
-
-
-def _reference_gradients(tf, model, per_example_loss, x, y, summed=False):
-    """Gradients of the data loss (mean, or sum if ``summed``) and of the regularization."""
-    variables = model.trainable_variables
-    with tf.GradientTape(persistent=True) as tape:
-        values = per_example_values(tf, per_example_loss, y, model(x, training=True))
-        data = tf.reduce_sum(values) if summed else tf.reduce_mean(values)
-        reg = tf.add_n([tf.cast(v, tf.float32) for v in model.losses]) if model.losses else None
-    data_grad = _dense(tf, tape.gradient(data, variables), variables)
-    if reg is None:
-        reg_grad = [np.zeros(v.shape, np.float64) for v in variables]
-        reg_value = 0.0
-    else:
-        reg_grad = _dense(tf, tape.gradient(reg, variables), variables)
-        reg_value = float(reg)
-    del tape
-    return data_grad, reg_grad, float(data), reg_value, values.numpy()
-
-
-def _dense(tf, gradients, variables):
-    return [
-        np.zeros(v.shape, np.float64) if g is None else np.asarray(tf.convert_to_tensor(g), float)
-        for g, v in zip(gradients, variables, strict=True)
-    ]
-
-
-# ------------------------------------------------------------------------ the comparison
-
-
-def _replica_weights(tf, step, reference, per_example_loss, reg_grad, global_batch, precision):
-    """Per replica, how much its examples and the regularization weigh in its gradient."""
-    sizes = tuple(_examples(tf, part) for part in step.replica_x)
-    n = len(sizes)
-    flat_reg = flat_float64(reg_grad) if any(np.any(r) for r in reg_grad) else None
-    example_weights, reg_weights, replica_means, explained = [], [], [], True
-    for grads, rx, ry, size in zip(
-        step.replica_gradients, step.replica_x, step.replica_y, sizes, strict=True
-    ):
-        piece = None
-        if size:
-            found = _reference_gradients(tf, reference, per_example_loss, rx, ry, summed=True)
-            piece = flat_float64(found[0])
-            replica_means.append(float(np.mean(found[4])))
-        c, d, ok = fit(flat_float64(grads), piece, flat_reg, precision.fit_tolerance)
-        example_weights.append(c * global_batch)
-        reg_weights.append(d * n)
-        explained = explained and ok
-    return sizes, example_weights, reg_weights, replica_means, explained
-
-
-def _compare(tf, step, single, reference, per_example_loss, loss, precision, **tolerance):
-    """The distributed step against the reference: the verdict, its cause and the rows."""
-    data_grad, reg_grad, data_loss, reg_loss, _ = single
-    global_batch, rtol, atol = tolerance["global_batch"], tolerance["rtol"], tolerance["atol"]
-    ref_grad = [d + r for d, r in zip(data_grad, reg_grad, strict=True)]
-    has_reg = any(np.any(r) for r in reg_grad)
-    sizes, example_weights, reg_weights, replica_means, explained = _replica_weights(
-        tf, step, reference, per_example_loss, reg_grad, global_batch, precision
-    )
-    n = len(sizes)
-    equivalent = precision.agree(step.applied, ref_grad)
-    ratio = gradient_ratio(flat_float64(step.applied), flat_float64(ref_grad))
-    mean_of_means = float(np.mean(replica_means))
-    cause, message = diagnose(
-        equivalent=equivalent,
-        explained=explained,
-        example_weights=example_weights,
-        reg_weights=reg_weights if has_reg else None,
-        sizes=sizes,
-        ratio=ratio,
-        loss=loss,
-        precision=precision,
-        **tolerance,
-    )
-    return StepEquivalence(
-        equivalent=equivalent,
-        cause=cause,
-        message=message,
-        num_replicas=n,
-        global_batch=global_batch,
-        replica_batches=sizes,
-        loss=step.loss,
-        reference_loss=data_loss + reg_loss,
-        gradient_ratio=ratio,
-        example_weights=tuple(float(w) for w in example_weights),
-        regularization_weight=float(np.nansum(reg_weights) / n) if has_reg else None,
-        mean_of_replica_means=mean_of_means,
-        reference_data_loss=data_loss,
-        weights=tuple(
-            WeightGradient(name, tuple(a.shape), a, r)
-            for name, a, r in zip(step.names, step.applied, ref_grad, strict=True)
-        ),
-        rtol=rtol,
-        atol=atol,
-        precision=precision.name,
-        notes=notes(sizes, global_batch, n, mean_of_means, data_loss, cause, step.empty_loss),
-    )
-
-
-def _other_reading(tf, result, step, reference, loss, batch, precision):
-    """``result`` named again if the step is the reference read with the other from_logits.
-
-    Then either the learner or the reference misreads the outputs (docs/design/checks.md).
-    """
-    x, y = batch
-    other = _reference_gradients(tf, reference, _logits.flipped(loss), x, y)
-    data_grad, reg_grad = other[0], other[1]
-    matched = precision.agree(
-        step.applied, [d + r for d, r in zip(data_grad, reg_grad, strict=True)]
-    )
-    if not matched:
-        return result
-    learner_right, message = _logits.message(loss, reference(x, training=False))
-    cause = REFERENCE_FROM_LOGITS if learner_right else FROM_LOGITS
-    return dataclasses.replace(result, cause=cause, message=message, notes=())

@@ -1,5 +1,10 @@
 """Check a custom loop's per-replica loss: does it give the single-device gradient?
 
+The check is an ask and a verdict: :func:`ask_loss_step` runs the learner's step on each
+batch and records it (:mod:`mirrorkit.checks._step_asks`); :func:`judge_loss_step` computes
+the one-device reference from that record and compares. The grader asks in an executor and
+judges in its own process; a check in the chapter does both here.
+
 Example:
     >>> import mirrorkit as mk
     >>> mk.check_loss_step(..., mk.make_strategy(), None, None)
@@ -11,7 +16,10 @@ from __future__ import annotations
 from mirrorkit._validate import require_strategy
 from mirrorkit.checks._learner_runs import guarded, literal_numbers, traced_learner_error
 from mirrorkit.checks._loss_causes import fixed_number_cause
-from mirrorkit.checks.equivalence import batch_examples, step_equivalence
+from mirrorkit.checks._step_asks import ask_step
+from mirrorkit.checks._step_verdicts import judge_step
+from mirrorkit.checks._steps import resolve_loss
+from mirrorkit.checks.equivalence import checked_batch
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 
 
@@ -62,41 +70,85 @@ def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> C
         >>> mk.check_loss_step(compute_loss, mk.make_strategy(), model_fn, batch).message[:40]
         'cannot check a loss with one replica: wi'
     """
+    return judge_loss_step(
+        ask_loss_step(compute_loss, strategy, model_fn, batch, loss=loss, send=False),
+        model_fn=model_fn,
+        loss=loss,
+    )
+
+
+def ask_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse", send=True) -> dict:
+    """What :func:`check_loss_step` runs of ``compute_loss``, as a record its verdict judges.
+
+    Each batch's step, on the strategy's split and (once) an uneven one, or the sentence
+    of the learner's error; the numbers written in ``compute_loss``. With ``send``, the
+    record carries the model's and the loss's configuration, for a verdict in another
+    process. Raises as :func:`check_loss_step` does for arguments that are not the check's.
+
+    Example:
+        >>> import mirrorkit as mk
+        >>> ask_loss_step(..., mk.make_strategy(), None, None)["verdict"]["passed"]
+        False
+    """
     require_strategy(strategy, "mk.check_loss_step(compute_loss, strategy, model_fn, batch)")
     if compute_loss is Ellipsis:
-        return NOT_ATTEMPTED
+        return _early(NOT_ATTEMPTED)
     if (refusal := cannot_check_with_one_replica(strategy, "a loss")) is not None:
-        return refusal
+        return _early(refusal)
     batches = batch if isinstance(batch, list) else [batch]
     if not batches:
-        return CheckResult(False, "batch is an empty list: give one (x, y) batch or several.")
+        return _early(
+            CheckResult(False, "batch is an empty list: give one (x, y) batch or several.")
+        )
     checked = guarded(compute_loss, "compute_loss") if callable(compute_loss) else compute_loss
     n = strategy.num_replicas_in_sync
     # Every batch's arguments refused or accepted first, as the check itself would.
-    lengths = [batch_examples(compute_loss, strategy, model_fn, each) for each in batches]
+    given = [checked_batch(compute_loss, strategy, model_fn, each) for each in batches]
+    resolve_loss(loss)
     # One uneven split is enough: a batch that does not divide by n is one, else the first's.
-    uneven = [not any(size % n for size in lengths)] + [False] * (len(batches) - 1)
-    splits = []
-    for each, try_uneven, examples in zip(batches, uneven, lengths, strict=True):
+    uneven = [not any(examples % n for _, _, examples in given)] + [False] * (len(given) - 1)
+    asked = []
+    for each, try_uneven in zip(given, uneven, strict=True):
         try:
-            report = step_equivalence(
-                checked,
-                strategy,
-                model_fn,
-                each,
-                loss=loss,
-                rtol=None,
-                atol=None,
-                uneven=try_uneven,
+            asked.append(
+                ask_step(checked, strategy, model_fn, each, loss=loss, uneven=try_uneven, send=send)
             )
         except Exception as error:
             sentence = traced_learner_error(error)
             if sentence is None:
                 raise  # the check's own arguments, as check_step_equivalence refuses them
-            return CheckResult(False, sentence)
+            asked.append({"sentence": sentence})
+            break
+    return {
+        "check": "loss_step",
+        "batches": asked,
+        "numbers": list(literal_numbers(compute_loss)),
+    }
+
+
+def judge_loss_step(record: dict, *, model_fn=None, loss=None) -> CheckResult:
+    """The verdict of :func:`check_loss_step` on what :func:`ask_loss_step` recorded.
+
+    ``model_fn`` and ``loss``: the check's (None: rebuilt from the record's configuration).
+
+    Example:
+        >>> judge_loss_step({"verdict": {"passed": False, "message": "not attempted yet"}})
+        NOT YET: not attempted yet
+    """
+    if "verdict" in record:
+        return CheckResult(bool(record["verdict"]["passed"]), str(record["verdict"]["message"]))
+    batches = record["batches"]
+    splits, lengths = [], []
+    for each in batches:
+        if "sentence" in each:
+            return CheckResult(False, str(each["sentence"]))
+        report = judge_step(each, model_fn=model_fn, loss=loss)
+        lengths.append(report.global_batch)
         if not report.equivalent:
-            size = f"with a global batch of {examples} examples: " if len(batches) > 1 else ""
-            return CheckResult(False, size + _named(report, compute_loss))
+            size = f"with a global batch of {report.global_batch} examples: "
+            return CheckResult(
+                False, (size if len(batches) > 1 else "") + _named(report, record["numbers"])
+            )
         splits += report.splits
     if len(batches) == 1:
         return CheckResult(True, report.message)
@@ -108,7 +160,11 @@ def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> C
     )
 
 
-def _named(report, compute_loss) -> str:
+def _early(result: CheckResult) -> dict:
+    return {"check": "loss_step", "verdict": {"passed": result.passed, "message": result.message}}
+
+
+def _named(report, numbers) -> str:
     """The report's message, naming a number fixed for one replica count when one explains it."""
     message = report.message.replace("LearnerError: ", "")
     if not report.example_weights:
@@ -117,7 +173,7 @@ def _named(report, compute_loss) -> str:
         report.example_weights,
         report.replica_batches,
         report.global_batch,
-        literal_numbers(compute_loss),
+        tuple(numbers),
         report.regularization_weight,
     )
     if fixed is None:

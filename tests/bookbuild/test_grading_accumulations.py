@@ -4,8 +4,9 @@ No sandbox here: for every variant of the exercise and for answers the variants 
 value that is no function, a trace that fails, NumPy in the step, a weight changed, the
 accumulators read before adding), ``check_accumulation`` gives the step rebuilt from its
 JSON record (each replica's traced call imported into the check's own step, its variables
-mapped to the check's model and accumulators; none of the learner's Python runs) the
-verdict and the words it gives the function itself. Then graphs the judge must not run, a
+mapped to the check's model and accumulators; none of the learner's Python runs), asked by
+the executor and judged by the grader from the record as JSON, gets the verdict and the
+words the check gives the function itself. Then graphs the judge must not run, a
 variable that is neither the model's nor an accumulator, and records that do not match the
 check's calls are refused. Chapter 8 is graded by export through the sandbox in
 `tests/book/test_labs.py`.
@@ -19,6 +20,7 @@ import pytest
 import tensorflow as tf
 
 import mirrorkit as mk
+from bookbuild.grading import _executed
 from bookbuild.grading._exports import ExportError, export_value, import_value
 from tests.bookbuild import traced_answers as traced
 from tests.bookbuild.traced_answers import make_model, regression
@@ -93,11 +95,15 @@ def _check(function, strategy, data):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_the_rebuilt_step_gets_the_verdict_the_step_gets(case, strategy, data):
+def test_the_executed_step_gets_the_verdict_the_step_gets(case, strategy, data):
+    """Student's export, executor's rebuild and ask, grader's verdict: the check's words."""
     function, record = _both(CASES[case], strategy, data)
     verdict = _check(function, strategy, data)
-    again = _check(import_value(record, "accumulate", strategy), strategy, data)
-    assert (again.passed, again.message) == (verdict.passed, verdict.message)
+    rebuilt = import_value(record, "accumulate", strategy)
+    arguments = [apply_accumulated, strategy, make_model, data]
+    asked = _executed.ask("check_accumulation", rebuilt, arguments, {"micro_steps": K})
+    again = _executed.judge("check_accumulation", json.loads(json.dumps(asked)))
+    assert again == (verdict.passed, "" if verdict.passed else verdict.message)
 
 
 @pytest.mark.parametrize("case", traced.REFUSED)

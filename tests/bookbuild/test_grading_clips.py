@@ -4,9 +4,10 @@ No sandbox here: for every variant of the exercise and for answers the variants 
 value that is no function, returns of the wrong type or length, a trace that fails, NumPy
 in the step, a bound ignored), ``check_clipping`` gives the function rebuilt from its JSON
 record (each replica's traced call at each bound the check tries, imported into the check's
-own step; none of the learner's Python runs) the verdict and the words it gives the
-function itself. Then graphs the judge must not run, and records that do not match the
-check's calls, are refused. Chapter 8 is graded by export through the sandbox in
+own step; none of the learner's Python runs), asked by the executor and judged by the grader
+from the record as JSON, gets the verdict and the words the check gives the function itself.
+Then graphs the executor must not run, and records that do not match the check's calls, are
+refused. Chapter 8 is graded by export through the sandbox in
 `tests/book/test_labs.py`.
 """
 
@@ -18,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 import mirrorkit as mk
+from bookbuild.grading import _executed
 from bookbuild.grading._exports import ExportError, export_value, import_value
 from tests.bookbuild import traced_answers as traced
 from tests.bookbuild.traced_answers import make_model, regression
@@ -78,12 +80,15 @@ def _both(code: str, strategy, batch):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_the_rebuilt_clip_gets_the_verdict_the_clip_gets(case, strategy, batch):
+def test_the_executed_clip_gets_the_verdict_the_clip_gets(case, strategy, batch):
+    """Student's export, executor's rebuild and ask, grader's verdict: the check's words."""
     function, record = _both(CASES[case], strategy, batch)
     verdict = mk.check_clipping(function, strategy, make_model, batch, clip_norm=1.0)
     rebuilt = import_value(record, "clip", strategy)
-    again = mk.check_clipping(rebuilt, strategy, make_model, batch, clip_norm=1.0)
-    assert (again.passed, again.message) == (verdict.passed, verdict.message)
+    arguments = [strategy, make_model, batch]
+    asked = _executed.ask("check_clipping", rebuilt, arguments, {"clip_norm": 1.0})
+    again = _executed.judge("check_clipping", json.loads(json.dumps(asked)))
+    assert again == (verdict.passed, "" if verdict.passed else verdict.message)
 
 
 @pytest.mark.parametrize("case", traced.REFUSED)

@@ -2,11 +2,12 @@
 
 No sandbox here: for answers the chapters' variants lack (returns that are no loss, another
 signature, a trace that fails, a value captured from outside, the weights read directly), the
-check gives the loss rebuilt from its JSON record (which imports each replica's traced loss
-and gradient and runs none of the learner's Python) the verdict and the words it gives the
-function itself. Then graphs the judge must not run, and records that do not match the
-check's calls, are refused. Every variant of both chapters is graded by export in
-`tests/book/test_labs.py`, through the sandbox.
+executor's ask of the loss rebuilt from its JSON record (which imports each replica's traced
+loss and gradient and runs none of the learner's Python), crossing as JSON to the grader's
+verdict, gets the verdict and the words the check gives the function itself. Then graphs the
+executor must not run, records that do not match the check's calls, and records of the
+executor's that name another model or loss, are refused. Every variant of both chapters is
+graded by export in `tests/book/test_labs.py`, through the sandbox.
 """
 
 import json
@@ -17,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 import mirrorkit as mk
+from bookbuild.grading import _executed
 from bookbuild.grading._by_export import without_key
 from bookbuild.grading._exports import (
     ExportError,
@@ -86,13 +88,23 @@ def _both(code: str, strategy, batches):
     return namespace["compute_loss"], record
 
 
+def _executed_verdict(rebuilt, strategy, arguments, keywords=None) -> tuple[bool, str]:
+    """The grader's verdict: the executor asks the rebuilt loss, the record crosses as JSON."""
+    asked = _executed.ask("check_loss_step", rebuilt, [strategy, *arguments], keywords or {})
+    return _executed.judge("check_loss_step", json.loads(json.dumps(asked)))
+
+
+def _words(result) -> tuple[bool, str]:
+    return result.passed, "" if result.passed else result.message
+
+
 @pytest.mark.parametrize("case", CASES)
-def test_the_rebuilt_loss_gets_the_verdict_the_loss_gets(case, strategy, batches):
+def test_the_executed_loss_gets_the_verdict_the_loss_gets(case, strategy, batches):
+    """Student's export, executor's rebuild and ask, grader's verdict: the check's words."""
     function, record = _both(CASES[case], strategy, batches)
     verdict = mk.check_loss_step(function, strategy, make_model, batches)
     rebuilt = import_value(record, "loss", strategy)
-    again = mk.check_loss_step(rebuilt, strategy, make_model, batches)
-    assert (again.passed, again.message) == (verdict.passed, verdict.message)
+    assert _executed_verdict(rebuilt, strategy, [make_model, batches]) == _words(verdict)
 
 
 @pytest.mark.parametrize("case", traced.REFUSED)
@@ -146,8 +158,41 @@ def test_the_checks_arguments_cross_alike_by_keyword_and_by_position(strategy, b
     calls = [[(c["where"], c.get("shapes")) for c in r["calls"]] for r in (by_keyword, by_position)]
     assert calls[0] == calls[1]
     rebuilt = import_value(json.loads(json.dumps(by_keyword)), "loss", strategy)
-    again = mk.check_loss_step(rebuilt, strategy, make_model, batches)
     verdict = mk.check_loss_step(answer, strategy, make_model, batches)
-    assert (again.passed, again.message) == (verdict.passed, verdict.message)
+    assert _executed_verdict(rebuilt, strategy, [], keywords) == _words(verdict)
     with pytest.raises(ExportError, match="does not give what"):
         export_value(answer, 4, "loss", strategy, (strategy,), {"model": make_model})
+
+
+def _asked_right(strategy, batches) -> dict:
+    function, record = _both(RIGHT, strategy, batches)
+    rebuilt = import_value(record, "loss", strategy)
+    asked = _executed.ask("check_loss_step", rebuilt, [strategy, make_model, batches], {})
+    return json.loads(json.dumps(asked))
+
+
+def _layer(config: dict, module: str, name: str) -> dict:
+    return {**config, "module": module, "class_name": name}
+
+
+TAMPERED = {  # what a record of the executor's may not make the grader rebuild or believe
+    "a Lambda layer in the model": lambda b: b["model"]["config"]["layers"].__setitem__(
+        1, _layer(b["model"]["config"]["layers"][1], "keras.layers", "Lambda")
+    ),
+    "a class from another module": lambda b: b["model"].update(module="os", class_name="system"),
+    "a loss that is not Keras's": lambda b: b.update(
+        loss={"module": "builtins", "class_name": "eval"}
+    ),
+    "weights of another shape": lambda b: b["weights"].pop(),
+    "no model": lambda b: b.update(model=None),
+}
+
+
+@pytest.mark.parametrize("how", TAMPERED)
+def test_a_record_naming_another_model_or_loss_fails_without_raising(how, strategy, batches):
+    """The grader's verdict rebuilds the reference from Keras's own classes only."""
+    line = _asked_right(strategy, batches[1])
+    assert _executed.judge("check_loss_step", line) == (True, "")
+    TAMPERED[how](line["record"]["batches"][0])
+    passed, feedback = _executed.judge("check_loss_step", line)
+    assert not passed and feedback.startswith("the executor's record could not be judged")

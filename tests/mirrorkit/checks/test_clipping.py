@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import mirrorkit as mk
+from mirrorkit.checks._clipping_verdicts import agree, precision_words
 from mirrorkit.checks._learner_data import examples, learner_structures
-from mirrorkit.checks.clipping import agree, precision_words
 
 
 def test_a_models_dict_and_tuple_of_arrays_are_read_as_one_batch():
