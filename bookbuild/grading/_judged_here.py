@@ -25,7 +25,7 @@ import secrets
 import threading
 import time
 
-from bookbuild.grading import _asked, _by_export, _executed, _valued
+from bookbuild.grading import _asked, _by_export, _executed, _executor_runs, _valued
 from bookbuild.grading._by_export import without_key
 from bookbuild.grading._ended import ended_how
 from bookbuild.grading._exports import check_function
@@ -150,7 +150,7 @@ def runs(
     charged: dict[int, str] = {}
     if together:  # the tests' variants: each count's student's process at once, then executor
         sides = _together([dict(job, inputs=sent) for job in jobs], deadline, culprit_of)
-        executors = _executors_together(jobs, sides, deadline)
+        executors = _executors_together(jobs, sides, deadline, culprit_of)
     for index, job in enumerate(jobs):
         cases = {k: v for k, v in job["cases"].items() if int(k) not in charged}
         if not cases:
@@ -166,11 +166,14 @@ def runs(
             return {}, {}, failure
         run, replicas = job["run"], job["replicas"]
         if together:
-            asked, failure = executors[index]
+            asked, ended, failure = executors[index]
         else:
-            asked, failure = _executed.executed(job, exports, more, deadline, hide)
+            asked, ended, failure = _executor_runs.executed(
+                job, exports, more, deadline, hide, limit, culprit_of
+            )
         if failure is not None:
             return {}, {}, failure
+        more = {**more, **ended}  # an answer that ended the executor's run: charged alike
         charged |= {k: _by_export.at_count(run, replicas, w) for k, w in more.items()}
         for key, found in judged(job, exports, inputs, more, asked).items():
             verdicts.setdefault(key, []).extend(found)
@@ -185,17 +188,19 @@ def _together(jobs: list[dict], deadline: float, culprit_of) -> list:
     return [r or ({}, {}, ("error", "the student's run did not finish")) for r in found]
 
 
-def _executors_together(jobs: list[dict], sides: list, deadline: float) -> list:
+def _executors_together(jobs: list[dict], sides: list, deadline: float, culprit_of) -> list:
     """Each count's executor run on its student's exports, side by side (the tests)."""
 
     def one(index: int):
         exports, charged, failure = sides[index]
         if failure is not None:
-            return {}, None  # the student's side's failure is the row's
-        return _executed.executed(jobs[index], exports, charged, deadline)
+            return {}, {}, None  # the student's side's failure is the row's
+        return _executor_runs.executed(
+            jobs[index], exports, charged, deadline, culprit_of=culprit_of
+        )
 
     found = _side_by_side(len(jobs), one)
-    return [r or ({}, ("error", "the executor's run did not finish")) for r in found]
+    return [r or ({}, {}, ("error", "the executor's run did not finish")) for r in found]
 
 
 def _side_by_side(count: int, work) -> list:

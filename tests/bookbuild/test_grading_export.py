@@ -177,6 +177,24 @@ def test_a_forged_graph_is_refused_by_name(graded):
     assert "ReadFile" in feedback and "does not run" in feedback, feedback
 
 
+ENDLESS = (
+    "def forever(i, x):\n"
+    "    return i, tf.while_loop(lambda v: v >= 0.0, lambda v: v + 1.0, [x])[0]\n\n"
+    "train = examples.map(forever).take(24).batch(4 * strategy.num_replicas_in_sync)"
+)
+
+
+def test_a_graph_that_never_ends_costs_only_its_exercise(lab, tmp_path):
+    """The executor runs it over its limit: that exercise is charged, the executor starts
+    again for the other, which is graded."""
+    path = lab_kit.submission(tmp_path, "endless", ENDLESS, KEY[2], tiny=DATASETS)
+    choices = {"replicas": [2], "seed": 0}
+    result = grade(lab, path, timeout=600.0, choices=choices, exercise_limit=30.0)
+    assert (result.status, result.total) == ("graded", (1.0, 2.0)), result
+    feedback = result.scores["ex1"].feedback
+    assert feedback.startswith("the executor, running your answer's graph: it took longer"), result
+
+
 def test_every_refused_operation_is_named():
     from tensorflow.core.framework import graph_pb2
 
