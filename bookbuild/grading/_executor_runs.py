@@ -48,7 +48,7 @@ def executed(  # noqa: PLR0913 - as student_side, with the student's exports
     )
     found: dict = {}
     more: dict[int, str] = {}
-    program = for_executor(job["program"])
+    program = for_executor(job["program"]) if remaining else None
     while remaining:
         cases = {
             str(k): [[c, exports.get((k, c))] for c, _ in job["cases"][str(k)]] for k in remaining

@@ -46,10 +46,11 @@ def judged_here(program: dict, exported: dict) -> dict[int, str]:
     """``{exercise: kind}`` of the exported exercises the grader judges itself.
 
     Example:
-        >>> judged_here({"steps": [{"kind": "check", "exercise": 2,
-        ...     "source": "mk.check_all_reduce_growth(p, g, m, replicas=REPLICAS)"}]},
-        ...     {2: "values", 3: "restore", 4: "loss"})
-        {2: 'values', 3: 'restore'}
+        >>> call = "mk.check_all_reduce_growth(p, g, m, replicas=REPLICAS)"
+        >>> judged_here({"steps": [{"kind": "check", "exercise": 2, "source": call},
+        ...     {"kind": "check", "exercise": 5, "source": "m = g; " + call}]},
+        ...     {2: "values", 3: "restore", 4: "loss", 5: "values"})
+        {2: 'values', 3: 'restore', 4: 'loss'}
     """
     sources = {s["exercise"]: s["source"] for s in program["steps"] if s["kind"] == "check"}
     return {
