@@ -22,9 +22,9 @@ import numpy as np
 
 from mirrorkit.checks._clipping_verdicts import agree, precision_words
 from mirrorkit.checks._learner_runs import mean_gradient
-from mirrorkit.checks._model_configs import loss_from, model_from
+from mirrorkit.checks._model_configs import reference_of
 from mirrorkit.checks._splits import Precision
-from mirrorkit.checks._steps import build_model, gradient_ratio, resolve_loss
+from mirrorkit.checks._steps import gradient_ratio, resolve_loss
 from mirrorkit.checks.result import CheckResult
 from mirrorkit.report.values import number
 
@@ -41,9 +41,9 @@ def judge_accumulation(record: dict, *, model_fn=None, loss=None) -> CheckResult
     if "sentence" in record:
         return CheckResult(False, str(record["sentence"]))
     k, n, micro = int(record["micro_steps"]), int(record["replicas"]), int(record["micro"])
-    loss_fn = resolve_loss(loss_from(record["loss"]) if loss is None else loss)
+    reference, loss = reference_of(tf, record, model_fn, loss)
+    loss_fn = resolve_loss(loss)
     x, y = record["x"], record["y"]
-    reference = model_from(record["model"]) if model_fn is None else build_model(tf, model_fn, x)
     reference.set_weights(record["weights"])
     big = micro * k
     expected, last = [], []

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mirrorkit.checks._learner_runs import mean_gradient
-from mirrorkit.checks._model_configs import loss_from, model_from
+from mirrorkit.checks._model_configs import reference_of
 from mirrorkit.checks._splits import Precision
-from mirrorkit.checks._steps import build_model, flat_float64, gradient_ratio, resolve_loss
+from mirrorkit.checks._steps import flat_float64, gradient_ratio, resolve_loss
 from mirrorkit.checks.result import CheckResult
 from mirrorkit.report.values import number
 
@@ -39,9 +39,9 @@ def judge_clipping(record: dict, *, model_fn=None, loss=None) -> CheckResult:
     runs, n = record["runs"], int(record["replicas"])
     if "sentence" in runs["clipped"]:
         return CheckResult(False, str(runs["clipped"]["sentence"]))
-    loss_fn = resolve_loss(loss_from(record["loss"]) if loss is None else loss)
+    reference, loss = reference_of(tf, record, model_fn, loss)
+    loss_fn = resolve_loss(loss)
     x, y = record["x"], record["y"]
-    reference = model_from(record["model"]) if model_fn is None else build_model(tf, model_fn, x)
     rtol = Precision.of(reference, None, None).rtol
 
     def judged(run: dict) -> _Clipped:

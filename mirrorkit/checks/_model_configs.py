@@ -16,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+from mirrorkit.checks._steps import build_model
+
 _CODE_LAYERS = frozenset({"Lambda", "TFSMLayer", "JaxLayer", "FlaxLayer", "TorchModuleWrapper"})
 _OWN = {  # module -> the classes of Keras's own that may appear there (None: any of its own)
     "keras": frozenset({"Sequential", "Functional", "DTypePolicy", "FloatDTypePolicy"}),
@@ -43,6 +45,24 @@ def config_of(thing) -> dict | None:
         return keras.saving.serialize_keras_object(thing)
     except Exception:  # noqa: BLE001 - a model of the learner's own classes: not sent
         return None
+
+
+def sent_loss(loss):
+    """The check's ``loss`` as it crosses: a Keras loss name, or Keras's configuration."""
+    return loss if isinstance(loss, str) else config_of(loss)
+
+
+def reference_of(tf, record: dict, model_fn, loss) -> tuple:
+    """``(model, loss)`` a verdict computes its one-device reference with.
+
+    The check's own ``model_fn`` (built on the record's ``x``) and ``loss``, or, where None,
+    the model and loss rebuilt from the configuration the record carries.
+    """
+    if model_fn is None:
+        model = model_from(record["model"])
+    else:
+        model = build_model(tf, model_fn, record["x"])
+    return model, loss_from(record["loss"]) if loss is None else loss
 
 
 def model_from(config):

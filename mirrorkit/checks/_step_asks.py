@@ -29,7 +29,7 @@ import numpy as np
 from mirrorkit._validate import refuse
 from mirrorkit.checks._learner_loss import probe_compute_loss, scalar_loss
 from mirrorkit.checks._learner_runs import guarded, traced_learner_error
-from mirrorkit.checks._model_configs import config_of
+from mirrorkit.checks._model_configs import config_of, sent_loss
 from mirrorkit.checks._splits import distributed_batch, uneven_split
 from mirrorkit.checks._steps import build_model, check_layers
 
@@ -74,7 +74,7 @@ def ask_step(  # noqa: PLR0913 - the check's own arguments, recorded for its ver
         "y": y,
         "weights": [np.asarray(w) for w in model.get_weights()],
         "model": config_of(model) if send else None,
-        "loss": (loss if isinstance(loss, str) else config_of(loss)) if send else None,
+        "loss": sent_loss(loss) if send else None,
     }
     first = _step(tf, strategy, model, compute_loss, (x, y), None)
     splits = [{"split": None, **first}]

@@ -29,10 +29,9 @@ from mirrorkit.checks import _logits
 from mirrorkit.checks._learner_loss import shapes, why
 from mirrorkit.checks._logits import from_logits_of
 from mirrorkit.checks._loss_causes import diagnose, fit, notes
-from mirrorkit.checks._model_configs import loss_from, model_from
+from mirrorkit.checks._model_configs import reference_of
 from mirrorkit.checks._splits import Precision, splits_verdict
 from mirrorkit.checks._steps import (
-    build_model,
     describe_model,
     flat_float64,
     gradient_ratio,
@@ -64,10 +63,9 @@ def judge_step(record: dict, *, model_fn=None, loss=None) -> StepEquivalence:
     """
     import tensorflow as tf
 
-    loss = loss_from(record["loss"]) if loss is None else loss
+    reference, loss = reference_of(tf, record, model_fn, loss)
     per_example_loss = resolve_loss(loss)
     x, y = record["x"], record["y"]
-    reference = model_from(record["model"]) if model_fn is None else build_model(tf, model_fn, x)
     reference.set_weights(record["weights"])
     precision = Precision.of(reference, record["rtol"], record["atol"])
     splits = record["splits"]

@@ -29,7 +29,7 @@ from mirrorkit.checks._learner_runs import (
     flat_weights,
     run_learner,
 )
-from mirrorkit.checks._model_configs import config_of
+from mirrorkit.checks._model_configs import config_of, sent_loss
 from mirrorkit.checks._steps import resolve_loss
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 
@@ -136,7 +136,7 @@ def ask_accumulation(  # noqa: PLR0913 - the check's own arguments
         "check": "accumulation",
         "replicas": strategy.num_replicas_in_sync,
         "micro_steps": micro_steps,
-        "loss": (loss if isinstance(loss, str) else config_of(loss)) if send else None,
+        "loss": sent_loss(loss) if send else None,
     }
     try:
         ran = _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, loss)

@@ -29,7 +29,7 @@ from mirrorkit.checks._learner_runs import (
     reference_and_copy,
     run_learner,
 )
-from mirrorkit.checks._model_configs import config_of
+from mirrorkit.checks._model_configs import config_of, sent_loss
 from mirrorkit.checks._steps import per_example_values, resolve_loss
 from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
 from mirrorkit.report.values import number
@@ -125,7 +125,7 @@ def ask_clipping(  # noqa: PLR0913 - the check's own arguments
         "x": data.x,
         "y": data.y,
         "model": None,
-        "loss": (loss if isinstance(loss, str) else config_of(loss)) if send else None,
+        "loss": sent_loss(loss) if send else None,
     }
     norm, clipped, model = _clipping_run(clip, strategy, model_fn, data, clip_norm, loss)
     record["model"] = config_of(model) if send else None
