@@ -3,7 +3,8 @@
 A lab (``book/browser/``, named by its chapter's ``browser_lab`` in ``jupyter_book.toml``)
 gets a markdown cell after its title linking back to its chapter's page in the built book
 and to the chapter in Colab, where the real TensorFlow runs. Data files beside the labs (the
-values a lab replays) are copied with them.
+values a lab replays) are copied with them, for the file browser; the kernel gets them in its
+own working folder from a wheel (:mod:`bookbuild.lite.kernel_start`).
 
 Example:
     >>> from bookbuild.manifest import load_manifest
@@ -104,7 +105,19 @@ def write_contents(manifest: dict, into: Path) -> list[Path]:
         nb.cells.insert(1, links)
         nbformat.write(nb, into / source.name)
         written.append(into / source.name)
-        for data in source.parent.iterdir():
-            if data.is_file() and data.suffix not in (".ipynb",):
-                shutil.copy2(data, into / data.name)
+    for data in data_files(manifest):
+        shutil.copy2(data, into / data.name)
     return written
+
+
+def data_files(manifest: dict) -> list[Path]:
+    """The files beside the labs that are not labs: the values they replay.
+
+    Example:
+        >>> from bookbuild.manifest import load_manifest
+        >>> [path.name for path in data_files(load_manifest())]
+        ['05_ring_values.json', '05_step_phases.json']
+    """
+    folders = {chapter["browser_lab_path"].parent for chapter in chapters_with_labs(manifest)}
+    found = {p for folder in folders for p in folder.iterdir() if p.is_file()}
+    return sorted((p for p in found if p.suffix != ".ipynb"), key=lambda p: p.name)

@@ -21,8 +21,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bookbuild.lite.contents import SITE_FOLDER, write_contents
+from bookbuild.lite.bytecode import compile_startup
+from bookbuild.lite.contents import SITE_FOLDER, data_files, write_contents
 from bookbuild.lite.downloads import KERNEL_WHEELS, SITE_WHEELS, pyodide_runtime, wheels
+from bookbuild.lite.kernel_start import (
+    ADDED_TO_LOCK,
+    KERNEL_PRELOAD,
+    kernel_wheels,
+    lab_files_wheel,
+)
 from bookbuild.lite.launcher import write_launcher
 from bookbuild.lite.links import link_chapter_pages
 from bookbuild.lite.live_cells import add_live_cells
@@ -32,12 +39,13 @@ from bookbuild.manifest import load_manifest
 from bookbuild.shell import run, say
 
 KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
-# Packages of Pyodide's own (in the site's copy of its lock) that the kernel needs as it
-# starts: loaded with Pyodide's runtime, side by side, where the kernel would otherwise
-# install them one after the other with piplite (it skips those already asked for). Lab 05's
-# kernel was idle after 20.3 s instead of 22.3 s (medians of 5 fresh loads each, the two
-# sites measured one after the other on 2026-11-29 by bench/lite_load.py).
-KERNEL_PRELOAD = ("ipython", "jedi")
+# JupyterLite's service worker carries the kernel's view of the site's files (its drive). With
+# it, the kernel works in that drive, and each of the ~120 imports of its start asked the page
+# for a file there before looking in its own folders; every fetch went through the worker too.
+# Without it the kernel works in its own memory, so the labs' data files come in a wheel
+# (bookbuild.lite.kernel_start). Lab 05's kernel was idle 1.2 to 1.7 s sooner without it (medians
+# of 6 and 8 fresh loads, the two sites side by side, 2026-12-01, docs/design/browser-labs.md).
+SERVICE_WORKER = "@jupyterlite/application-extension:service-worker-manager"
 CONFIG = {
     "jupyter-lite-schema-version": 0,
     "jupyter-config-data": {
@@ -51,6 +59,7 @@ CONFIG = {
                 "loadPyodideOptions": {"packages": list(KERNEL_PRELOAD)},
             }
         },
+        "disabledExtensions": [SERVICE_WORKER],
         # A saved lab keeps its widgets' state, so a copy reopened shows them, not "Loading
         # widget...", until its cells run again.
         "settingsOverrides": {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}},
@@ -96,7 +105,12 @@ def build_lite(html_folder: Path | None = None, manifest: dict | None = None) ->
         source = Path(folder)
         runtime = pyodide_runtime(source / "static" / "pyodide")
         wheels(KERNEL_WHEELS, runtime)
-        rewrite_lock(runtime)
+        kernel_wheels(runtime)
+        lab_files = data_files(manifest)
+        lab_files_wheel(lab_files, runtime)
+        rewrite_lock(runtime, added=ADDED_TO_LOCK)
+        compile_startup(runtime, [path.name for path in lab_files])
+        rewrite_lock(runtime)  # the compiled wheels' sums
         wheels(SITE_WHEELS, source / "pypi")
         build_wheels(source / "pypi")
         labs = write_contents(manifest, source / "files")
@@ -120,6 +134,7 @@ def build_lite(html_folder: Path | None = None, manifest: dict | None = None) ->
             cwd=source,
         )
     _favicons(out)
+    _without_old_fonts(out)
     write_launcher(out)
     link_chapter_pages(html_folder, manifest)
     add_live_cells(html_folder, manifest["chapters"])
@@ -138,6 +153,18 @@ def _favicons(site: Path) -> None:
     for name in FAVICONS:
         (site / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(site / "notebooks" / "favicon.ico", site / name)
+
+
+# Font Awesome's fonts in the formats that no browser running JupyterLab 4 asks for: each of
+# its @font-face rules lists woff2, then woff, each with its format, before these. 2.5 MB of the
+# site, which would be over its 40 MB with the compiled kernel start (bookbuild.lite.bytecode).
+OLD_FONTS = ("fa-*.eot", "fa-*.ttf", "fa-*.svg")
+
+
+def _without_old_fonts(site: Path) -> None:
+    for pattern in OLD_FONTS:
+        for path in (site / "build").glob(pattern):
+            path.unlink()
 
 
 def _build_config() -> dict:

@@ -96,11 +96,40 @@ def build_wheels(into: Path) -> list[Path]:
     for distribution, (package, folder, requires) in DISTRIBUTIONS.items():
         ours = sorted(f for f in files if f.split("/")[0] == package)
         requires = [r.format(version=version) for r in requires]
-        wheels.append(_write_wheel(into, distribution, version, folder, ours, requires))
+        entries = [(f, (folder / f).read_bytes()) for f in ours]
+        wheels.append(write_wheel(into, distribution, version, entries, requires))
     return wheels
 
 
-def _write_wheel(into, distribution, version, folder, files, requires) -> Path:
+def write_wheel(
+    into: Path,
+    distribution: str,
+    version: str,
+    entries: list,
+    requires: list[str],
+    summary: str = "The TensorFlow-free part, for the book's browser labs (Pyodide).",
+) -> Path:
+    """A pure-Python wheel of the given files, the same bytes for the same files.
+
+    Args:
+        into: The folder to write it in.
+        distribution: Its name.
+        version: Its version.
+        entries: ``(path inside the wheel, bytes)`` for each file.
+        requires: Its ``Requires-Dist`` lines.
+        summary: Its one-line description.
+
+    Returns:
+        The wheel's path.
+
+    Example:
+        >>> import tempfile, zipfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     wheel = write_wheel(Path(folder), "a-b", "1.0", [("a_b/x.py", b"")], [])
+        ...     names = zipfile.ZipFile(wheel).namelist()
+        >>> wheel.name, names[0], names[-1]
+        ('a_b-1.0-py3-none-any.whl', 'a_b/x.py', 'a_b-1.0.dist-info/RECORD')
+    """
     stem = f"{distribution.replace('-', '_')}-{version}"
     info = f"{stem}.dist-info"
     metadata = "\n".join(
@@ -108,14 +137,13 @@ def _write_wheel(into, distribution, version, folder, files, requires) -> Path:
             "Metadata-Version: 2.1",
             f"Name: {distribution}",
             f"Version: {version}",
-            "Summary: The TensorFlow-free part, for the book's browser labs (Pyodide).",
+            f"Summary: {summary}",
             *(f"Requires-Dist: {r}" for r in requires),
             "",
         ]
     )
     wheel = "Wheel-Version: 1.0\nGenerator: mirrorbook\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    entries = [(f, (folder / f).read_bytes()) for f in files]
-    entries += [(f"{info}/METADATA", metadata.encode()), (f"{info}/WHEEL", wheel.encode())]
+    entries = [*entries, (f"{info}/METADATA", metadata.encode()), (f"{info}/WHEEL", wheel.encode())]
     record = [f"{name},sha256={_digest(data)},{len(data)}" for name, data in entries]
     entries.append((f"{info}/RECORD", "\n".join([*record, f"{info}/RECORD,,", ""]).encode()))
     path = into / f"{stem}-py3-none-any.whl"

@@ -47,6 +47,31 @@ def test_a_kept_package_whose_dependency_is_not_held_stops_the_build(tmp_path):
         rewrite_lock(tmp_path)
 
 
+def test_the_kernels_own_wheels_and_the_lab_files_get_entries_from_their_metadata(tmp_path):
+    from bookbuild.lite.kernel_start import ADDED_TO_LOCK, kernel_wheels, lab_files_wheel
+    from bookbuild.lite.wheels import write_wheel
+
+    _lock(tmp_path, {"ipython": [], "micropip": []})
+    for name in ("ipython", "micropip"):
+        (tmp_path / f"{name}-1.0-py3-none-any.whl").write_bytes(b"pyodide's")
+    kernel_wheels(tmp_path)
+    write_wheel(tmp_path, "comm", "0.2.3", [("comm/__init__.py", b"")], [])
+    data = tmp_path / "05_ring_values.json"
+    data.write_text("{}")
+    lab_files_wheel([data], tmp_path)
+    held = ["comm", "ipykernel", "ipython", "micropip", "mirrorbook-lab-files", "piplite"]
+    assert rewrite_lock(tmp_path, added=ADDED_TO_LOCK) == [*held, "pyodide-kernel"]
+    kept = json.loads((tmp_path / "pyodide-lock.json").read_text())["packages"]
+    kernel = kept["pyodide-kernel"]
+    assert (kernel["depends"], kernel["imports"]) == (["comm", "ipython"], ["pyodide_kernel"])
+    assert kept["ipykernel"]["depends"] == ["pyodide-kernel"]
+    assert kept["mirrorbook-lab-files"]["imports"] == []  # data files only
+    # Without the entries, Pyodide's lock alone does not know them: the build stops.
+    _lock(tmp_path, {"ipython": [], "micropip": []})
+    with pytest.raises(SystemExit, match="not in the lock .*'pyodide-kernel'"):
+        rewrite_lock(tmp_path)
+
+
 def test_a_pyodide_package_that_is_not_the_registrys_is_refused_and_removed(tmp_path, monkeypatch):
     monkeypatch.setattr(downloads, "CACHE", tmp_path)
     tampered = tmp_path / f"pyodide-{downloads.PYODIDE_VERSION}.tgz"
