@@ -25,7 +25,7 @@ from mirrorkit.checks._learner_runs import mean_gradient
 from mirrorkit.checks._model_configs import reference_of
 from mirrorkit.checks._splits import Precision
 from mirrorkit.checks._steps import gradient_ratio, resolve_loss
-from mirrorkit.checks.result import CheckResult
+from mirrorkit.checks.result import CheckResult, from_record
 from mirrorkit.report.values import number
 
 
@@ -36,8 +36,8 @@ def judge_accumulation(record: dict, *, model_fn=None, loss=None) -> CheckResult
     """
     import tensorflow as tf
 
-    if "verdict" in record:
-        return CheckResult(bool(record["verdict"]["passed"]), str(record["verdict"]["message"]))
+    if (given := from_record(record)) is not None:
+        return given
     if "sentence" in record:
         return CheckResult(False, str(record["sentence"]))
     k, n, micro = int(record["micro_steps"]), int(record["replicas"]), int(record["micro"])

@@ -23,7 +23,7 @@ from mirrorkit.checks._learner_runs import mean_gradient
 from mirrorkit.checks._model_configs import reference_of
 from mirrorkit.checks._splits import Precision
 from mirrorkit.checks._steps import flat_float64, gradient_ratio, resolve_loss
-from mirrorkit.checks.result import CheckResult
+from mirrorkit.checks.result import CheckResult, from_record
 from mirrorkit.report.values import number
 
 
@@ -34,8 +34,8 @@ def judge_clipping(record: dict, *, model_fn=None, loss=None) -> CheckResult:
     """
     import tensorflow as tf
 
-    if "verdict" in record:
-        return CheckResult(bool(record["verdict"]["passed"]), str(record["verdict"]["message"]))
+    if (given := from_record(record)) is not None:
+        return given
     runs, n = record["runs"], int(record["replicas"])
     if "sentence" in runs["clipped"]:
         return CheckResult(False, str(runs["clipped"]["sentence"]))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from mirrorkit.checks import batch_split
 from mirrorkit.checks._pipeline_facts import READ_LIMIT
-from mirrorkit.checks.result import CheckResult
+from mirrorkit.checks.result import CheckResult, from_record
 
 
 class _Failed(Exception):
@@ -52,9 +52,8 @@ class _Read:
 def judge_input_pipeline(record: dict) -> CheckResult:
     """The verdict of ``check_input_pipeline`` from what its ask recorded."""
     answer = record["answer"]
-    if "verdict" in answer:
-        verdict = answer["verdict"]
-        return CheckResult(verdict["passed"] is True, str(verdict["message"]))
+    if (given := from_record(answer)) is not None:
+        return given
     args, preview = record["args"], answer["preview"]
     if "error" in preview:
         return CheckResult(False, str(preview["error"]))

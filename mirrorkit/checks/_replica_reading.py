@@ -2,9 +2,9 @@
 
 Each check of :mod:`mirrorkit.checks.replica_values` is an ask and a verdict. The ask reads
 the value, or runs the replica function traced and walks its graph, and writes what it found
-here as JSON-ready data: a verdict it could already give (:func:`early`), or the value's
-:func:`facts` (:func:`run_facts` for what ``strategy.run`` returned), or a traced run's
-(:func:`traced`). The verdict
+here as JSON-ready data: a verdict it could already give
+(:func:`~mirrorkit.checks.result.as_record`), or the value's :func:`facts` (:func:`run_facts`
+for what ``strategy.run`` returned), or a traced run's (:func:`traced`). The verdict
 (:mod:`mirrorkit.checks._replica_verdicts`) reads nothing else. The grader asks in an executor
 and judges in its own process.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from mirrorkit.checks._arrays import as_data
-from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult
+from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, as_record
 from mirrorkit.inspection import inspect
 
 # The ops that carry an all-reduce between replicas in a traced function: the collective ops
@@ -28,11 +28,6 @@ from mirrorkit.inspection import inspect
 _ALL_REDUCE_OPS = frozenset(
     {"CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3", "NcclAllReduce"}
 )
-
-
-def early(result: CheckResult) -> dict:
-    """A verdict the ask gives before there is anything to compare, as data."""
-    return {"verdict": {"passed": result.passed, "message": result.message}}
 
 
 def facts(value, wanted: str, fix: str, strategy=None) -> dict:
@@ -48,7 +43,7 @@ def facts(value, wanted: str, fix: str, strategy=None) -> dict:
 
     table = _table_or_verdict(value, wanted, fix)
     if isinstance(table, CheckResult):
-        return early(table)
+        return as_record(table)
     parts = getattr(value, "values", ())  # a dict's .values is a method, not the copies
     return {
         "type": type(value).__name__,
@@ -70,7 +65,7 @@ def facts(value, wanted: str, fix: str, strategy=None) -> dict:
 def run_facts(value, strategy=None) -> dict:
     """:func:`facts` of what ``strategy.run`` returned; a list or tuple of its copies refused."""
     if isinstance(value, list | tuple):
-        return early(
+        return as_record(
             CheckResult(
                 False,
                 f"value has type {type(value).__name__}, not the result of strategy.run: pass "
@@ -90,7 +85,7 @@ def traced(strategy, replica_fn) -> dict:
     try:
         value, feeds, inputs = _run_traced(strategy, replica_fn)
     except Exception as error:  # the learner's code: report, never raise
-        return early(
+        return as_record(
             CheckResult(
                 False,
                 f"strategy.run(replica_fn) failed: {_cause(error)}. Run it yourself to see where.",

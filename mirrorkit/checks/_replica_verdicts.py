@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from mirrorkit.checks._arrays import from_data
-from mirrorkit.checks.result import CheckResult
+from mirrorkit.checks.result import CheckResult, from_record
 from mirrorkit.inspection import MIRRORED, MIRRORED_VALUE, PER_REPLICA, SINGLE
 from mirrorkit.report.values import summarize
 
@@ -28,8 +28,8 @@ MAKE = "create it with tf.Variable(...) inside `with strategy.scope():`"
 def judge_mirrored(record: dict) -> CheckResult:
     """The verdict of ``check_mirrored`` from what its ask recorded."""
     answer = record["answer"]
-    if "verdict" in answer:
-        return _given(answer)
+    if (given := from_record(answer)) is not None:
+        return given
     kind = answer["rows"][0]["kind"]
     if kind == SINGLE and not answer["variable"]:
         return CheckResult(False, f"value has type {answer['type']}, not a variable: {MAKE}.")
@@ -86,8 +86,8 @@ def judge_per_replica(record: dict) -> CheckResult:
 def judge_all_reduced(record: dict) -> CheckResult:
     """The verdict of ``check_all_reduced`` from what its ask recorded."""
     answer = record["answer"]
-    if "verdict" in answer:
-        return _given(answer)
+    if (given := from_record(answer)) is not None:
+        return given
     wanted, total = record["replicas"], from_data(record["expected"])
     value = answer["value"]
     compared = compare(value, [total] * wanted, "")
@@ -131,8 +131,8 @@ def compare(answer: dict, expected: list, passed: str, dtype=None, lead: str = "
     ``dtype``: the dtype's name every replica's value must have, or None; ``lead`` starts
     the sentence that names a replica holding a wrong value.
     """
-    if "verdict" in answer:
-        return _given(answer)
+    if (given := from_record(answer)) is not None:
+        return given
     wanted, rows = len(expected), answer["rows"]
     if wanted > 1 and rows[0]["kind"] not in (PER_REPLICA, MIRRORED_VALUE):
         return CheckResult(
@@ -190,8 +190,3 @@ def _holds(array: dict, want: np.ndarray) -> bool:
     """Whether the recorded array has ``want``'s shape and values."""
     held = from_data(array)
     return held is not None and held.shape == want.shape and bool(np.allclose(held, want))
-
-
-def _given(answer: dict) -> CheckResult:
-    verdict = answer["verdict"]
-    return CheckResult(verdict["passed"] is True, str(verdict["message"]))

@@ -31,7 +31,12 @@ from mirrorkit.checks._learner_runs import (
 )
 from mirrorkit.checks._model_configs import config_of, sent_loss
 from mirrorkit.checks._steps import resolve_loss
-from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
+from mirrorkit.checks.result import (
+    NOT_ATTEMPTED,
+    CheckResult,
+    as_record,
+    cannot_check_with_one_replica,
+)
 
 
 def check_accumulation(
@@ -118,20 +123,21 @@ def ask_accumulation(  # noqa: PLR0913 - the check's own arguments
         "check_accumulation(accumulate, apply, strategy, model_fn, data, micro_steps=K)",
     )
     if accumulate is Ellipsis or apply is Ellipsis:
-        return _early(NOT_ATTEMPTED)
+        return as_record(NOT_ATTEMPTED, check="accumulation")
     for name, fn, signature in (
         ("accumulate", accumulate, "accumulate(model, accumulators, x, y)"),
         ("apply", apply, "apply(model, optimizer, accumulators)"),
     ):
         if not callable(fn):
-            return _early(
+            return as_record(
                 CheckResult(
                     False, f"{name} must be a function {signature}, got {type(fn).__name__}."
-                )
+                ),
+                check="accumulation",
             )
     micro_steps = require_whole("micro_steps", micro_steps, write="micro_steps=4", minimum=2)
     if (refusal := cannot_check_with_one_replica(strategy, "gradient accumulation")) is not None:
-        return _early(refusal)
+        return as_record(refusal, check="accumulation")
     record = {
         "check": "accumulation",
         "replicas": strategy.num_replicas_in_sync,
@@ -144,13 +150,6 @@ def ask_accumulation(  # noqa: PLR0913 - the check's own arguments
         return {**record, "sentence": str(error)}
     model = ran.pop("model")
     return {**record, **ran, "model": config_of(model) if send else None}
-
-
-def _early(result: CheckResult) -> dict:
-    return {
-        "check": "accumulation",
-        "verdict": {"passed": result.passed, "message": result.message},
-    }
 
 
 def _accumulated_run(accumulate, apply, strategy, model_fn, data, micro_steps, loss):

@@ -31,7 +31,12 @@ from mirrorkit.checks._learner_runs import (
 )
 from mirrorkit.checks._model_configs import config_of, sent_loss
 from mirrorkit.checks._steps import per_example_values, resolve_loss
-from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
+from mirrorkit.checks.result import (
+    NOT_ATTEMPTED,
+    CheckResult,
+    as_record,
+    cannot_check_with_one_replica,
+)
 from mirrorkit.report.values import number
 
 
@@ -104,19 +109,20 @@ def ask_clipping(  # noqa: PLR0913 - the check's own arguments
     """
     require_strategy(strategy, "check_clipping(clip, strategy, model_fn, batch, clip_norm=...)")
     if clip is Ellipsis:
-        return _early(NOT_ATTEMPTED)
+        return as_record(NOT_ATTEMPTED, check="clipping")
     if not callable(clip):
-        return _early(
+        return as_record(
             CheckResult(
                 False,
                 f"clip must be a function clip(gradients, clip_norm) returning the gradients to "
                 f"apply, got {type(clip).__name__}.",
-            )
+            ),
+            check="clipping",
         )
     write = "clip_norm=1.0 (any number above 0)"
     clip_norm = require_number("clip_norm", clip_norm, write=write, above=0)
     if (refusal := cannot_check_with_one_replica(strategy, "gradient clipping")) is not None:
-        return _early(refusal)
+        return as_record(refusal, check="clipping")
     n = strategy.num_replicas_in_sync
     data = one_batch(strategy, batch, "batch")  # split once: every run below takes it
     record = {
@@ -145,10 +151,6 @@ def ask_clipping(  # noqa: PLR0913 - the check's own arguments
     for name, bound in (("loose", 2.0 * norm), ("between", between)):
         runs[name] = _clipping_run(clip, strategy, model_fn, data, bound, loss)[1]
     return {**record, "runs": runs}
-
-
-def _early(result: CheckResult) -> dict:
-    return {"check": "clipping", "verdict": {"passed": result.passed, "message": result.message}}
 
 
 def _clipping_run(clip, strategy, model_fn, data: OneBatch, clip_norm, loss):

@@ -18,7 +18,12 @@ from mirrorkit._validate import require_count, require_flag, require_strategy
 from mirrorkit.checks import _pipeline_facts as facts
 from mirrorkit.checks._pipeline_verdicts import contexts, judge_input_pipeline
 from mirrorkit.checks.input_preview import AUTO_SHARD_POLICIES, preview_input
-from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
+from mirrorkit.checks.result import (
+    NOT_ATTEMPTED,
+    CheckResult,
+    as_record,
+    cannot_check_with_one_replica,
+)
 
 
 def check_input_pipeline(
@@ -133,7 +138,7 @@ def ask_input_pipeline(
     args |= {"auto_shard": auto_shard, "repeats": repeats, "first_examples": first_examples}
     record = {"check": "input_pipeline", "args": args}
     if source is Ellipsis:
-        return record | {"answer": _early(NOT_ATTEMPTED)}
+        return record | {"answer": as_record(NOT_ATTEMPTED)}
     import tensorflow as tf
 
     is_function = callable(source) and not isinstance(source, tf.data.Dataset)
@@ -143,7 +148,7 @@ def ask_input_pipeline(
             "function is meant to split, e.g. global_batch=32."
         )
     if (refusal := cannot_check_with_one_replica(strategy, "how input is split")) is not None:
-        return record | {"answer": _early(refusal)}
+        return record | {"answer": as_record(refusal)}
     try:
         preview = preview_input(strategy, source)
     except (TypeError, ValueError) as error:
@@ -171,7 +176,3 @@ def _preview(preview) -> dict:
         "global_batch": preview.global_batch,
         "auto_shard_policy": preview.auto_shard_policy,
     }
-
-
-def _early(result) -> dict:
-    return {"verdict": {"passed": result.passed, "message": result.message}}

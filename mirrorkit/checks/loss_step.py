@@ -20,7 +20,13 @@ from mirrorkit.checks._step_asks import ask_step
 from mirrorkit.checks._step_verdicts import judge_step
 from mirrorkit.checks._steps import resolve_loss
 from mirrorkit.checks.equivalence import checked_batch
-from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
+from mirrorkit.checks.result import (
+    NOT_ATTEMPTED,
+    CheckResult,
+    as_record,
+    cannot_check_with_one_replica,
+    from_record,
+)
 
 
 def check_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse") -> CheckResult:
@@ -92,13 +98,14 @@ def ask_loss_step(compute_loss, strategy, model_fn, batch, *, loss="mse", send=T
     """
     require_strategy(strategy, "mk.check_loss_step(compute_loss, strategy, model_fn, batch)")
     if compute_loss is Ellipsis:
-        return _early(NOT_ATTEMPTED)
+        return as_record(NOT_ATTEMPTED, check="loss_step")
     if (refusal := cannot_check_with_one_replica(strategy, "a loss")) is not None:
-        return _early(refusal)
+        return as_record(refusal, check="loss_step")
     batches = batch if isinstance(batch, list) else [batch]
     if not batches:
-        return _early(
-            CheckResult(False, "batch is an empty list: give one (x, y) batch or several.")
+        return as_record(
+            CheckResult(False, "batch is an empty list: give one (x, y) batch or several."),
+            check="loss_step",
         )
     checked = guarded(compute_loss, "compute_loss") if callable(compute_loss) else compute_loss
     n = strategy.num_replicas_in_sync
@@ -135,8 +142,8 @@ def judge_loss_step(record: dict, *, model_fn=None, loss=None) -> CheckResult:
         >>> judge_loss_step({"verdict": {"passed": False, "message": "not attempted yet"}})
         NOT YET: not attempted yet
     """
-    if "verdict" in record:
-        return CheckResult(bool(record["verdict"]["passed"]), str(record["verdict"]["message"]))
+    if (given := from_record(record)) is not None:
+        return given
     batches = record["batches"]
     splits, lengths = [], []
     for each in batches:
@@ -158,10 +165,6 @@ def judge_loss_step(record: dict, *, model_fn=None, loss=None) -> CheckResult:
     return CheckResult(
         True, f"{head} (checked with global batches of {sizes}; splits tried: {tried})."
     )
-
-
-def _early(result: CheckResult) -> dict:
-    return {"check": "loss_step", "verdict": {"passed": result.passed, "message": result.message}}
 
 
 def _named(report, numbers) -> str:

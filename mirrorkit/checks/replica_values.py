@@ -23,7 +23,12 @@ from mirrorkit.checks._replica_verdicts import (
     judge_mirrored,
     judge_per_replica,
 )
-from mirrorkit.checks.result import NOT_ATTEMPTED, CheckResult, cannot_check_with_one_replica
+from mirrorkit.checks.result import (
+    NOT_ATTEMPTED,
+    CheckResult,
+    as_record,
+    cannot_check_with_one_replica,
+)
 
 _EXPECTED = "it as the value you expect, e.g. 3.0"
 
@@ -153,7 +158,7 @@ def ask_per_replica(value, strategy, expected, *, dtype=None) -> dict:
     ]
     refusal = cannot_check_with_one_replica(strategy, "per-replica values")
     answer = (
-        reading.early(refusal)
+        as_record(refusal)
         if value is not Ellipsis and refusal is not None
         else reading.run_facts(value)
     )
@@ -224,10 +229,10 @@ def ask_all_reduced(replica_fn, strategy, expected) -> dict:
         "expected": as_data(total),
     }
     if replica_fn is Ellipsis:
-        return record | {"answer": reading.early(NOT_ATTEMPTED)}
+        return record | {"answer": as_record(NOT_ATTEMPTED)}
     if not callable(replica_fn) or isinstance(replica_fn, tf.Variable | tf.Tensor):
         return record | {
-            "answer": reading.early(
+            "answer": as_record(
                 CheckResult(
                     False,
                     f"got {type(replica_fn).__name__}, not a function: pass the function you "
@@ -237,5 +242,5 @@ def ask_all_reduced(replica_fn, strategy, expected) -> dict:
             )
         }
     if (refusal := cannot_check_with_one_replica(strategy, "an all-reduce")) is not None:
-        return record | {"answer": reading.early(refusal)}
+        return record | {"answer": as_record(refusal)}
     return record | {"answer": reading.traced(strategy, replica_fn)}

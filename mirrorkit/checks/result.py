@@ -51,6 +51,36 @@ NOT_ATTEMPTED = CheckResult(
 )
 
 
+def as_record(result: CheckResult, **fields) -> dict:
+    """A verdict an ask gives before there is anything to compare, as data that can cross.
+
+    Example:
+        >>> as_record(CheckResult(False, "not yet"), check="clipping")
+        {'check': 'clipping', 'verdict': {'passed': False, 'message': 'not yet'}}
+    """
+    return {**fields, "verdict": {"passed": bool(result.passed), "message": result.message}}
+
+
+def from_record(record: dict) -> CheckResult | None:
+    """The verdict a record holds (written by :func:`as_record`), or None if it holds none.
+
+    A record is data, perhaps from another process: it passes only where it says exactly
+    ``true``, and a verdict that is not one fails.
+
+    Example:
+        >>> from_record({"verdict": {"passed": "yes", "message": "forged"}})
+        NOT YET: forged
+        >>> from_record({"runs": []}) is None
+        True
+    """
+    if "verdict" not in record:
+        return None
+    verdict = record["verdict"]
+    if not isinstance(verdict, dict):
+        return CheckResult(False, "the record's verdict is not a verdict")
+    return CheckResult(verdict.get("passed") is True, str(verdict.get("message", "")))
+
+
 def cannot_check_with_one_replica(strategy, what: str) -> CheckResult | None:
     """The refusal a check gives when one replica cannot show the mistakes it looks for."""
     if strategy.num_replicas_in_sync > 1:
