@@ -114,10 +114,10 @@ SETTLED = {
     # wall s on that machine (2026-12-01), about 594 CPU s on the reference.
     "grading in separate processes (issue 47)": 2.5,
     # The browser labs in Chromium (tests/browser/test_lite_site.py, 237 s alone) in the
-    # reference browser stage: 511 wall s and 145 CPU s in the clean-clone run of 2026-12-01 on
-    # CI's kind of machine, about 165 wall s on the reference, inside its 290; their CPython
-    # tables (tests/book/test_browser_labs.py) in the unit tests; the compiled kernel start
-    # adds about 9 s to the site's build (bookbuild.lite.bytecode), once per run.
+    # reference browser stage: 511 wall s and 145 CPU s in CI's run of 2026-12-01 (409 and 146
+    # in the clean-clone run of a059116 that day), about 165 wall s on the reference, inside its
+    # 290; their CPython tables (tests/book/test_browser_labs.py) in the unit tests; the compiled
+    # kernel start adds about 9 s to the site's build (bookbuild.lite.bytecode), once per run.
     "browser labs that check answers (issue 51)": 1.5,
 }
 WALL_ALLOWANCE = int((26.5 + sum(SETTLED.values())) * 60)  # seconds; with RESERVED, 35 minutes

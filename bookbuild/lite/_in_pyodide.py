@@ -51,11 +51,11 @@ def main(runtime: str, imports: list, files: list) -> str:
         path = f"{runtime}/{name}"
         with zipfile.ZipFile(path) as archive:
             compiled = _compiled(archive, prefix, started)
-            if compiled:
-                _rewrite(archive, path + ".new", compiled)
-        if compiled:
-            os.replace(path + ".new", path)
-            report["compiled"][name] = len(compiled)
+            if not compiled:
+                continue
+            _rewrite(archive, path + ".new", compiled)
+        os.replace(path + ".new", path)
+        report["compiled"][name] = len(compiled)
     return json.dumps(report)
 
 

@@ -3,7 +3,8 @@
 Pyodide's runtime comes from the npm registry (``npm pack``: the runtime only, no packages);
 every wheel from PyPI (``pip download``), by the pins and sums of ``requirements/lite-*.txt``.
 Both are kept in :data:`CACHE` and fetched again only when missing; nothing is fetched while
-the site is built or read.
+the site is built or read. The front-end extensions, and the kernel's own wheels inside one,
+come from this environment's :data:`LABEXTENSIONS`.
 
 Example:
     >>> PYODIDE_VERSION
@@ -23,6 +24,7 @@ from bookbuild import ROOT
 from bookbuild.shell import run
 
 CACHE = ROOT / "build" / "lite-downloads"
+LABEXTENSIONS = Path(sys.prefix) / "share" / "jupyter" / "labextensions"
 PYODIDE_VERSION = "314.0.6"  # Python 3.14.2; jupyterlite-pyodide-kernel 0.8.6's own choice
 # The npm registry's `dist.integrity` of pyodide@PYODIDE_VERSION.
 PYODIDE_INTEGRITY = (

@@ -23,9 +23,9 @@ Example:
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
+from bookbuild.lite.downloads import LABEXTENSIONS
 from bookbuild.lite.wheels import write_wheel
 from bookbuild.version import book_version
 
@@ -68,9 +68,7 @@ def kernel_wheels(into: Path) -> list[Path]:
         ...     [p.name.split("-")[0] for p in kernel_wheels(Path(folder))]
         ['piplite', 'pyodide_kernel', 'ipykernel']
     """
-    folder = (
-        Path(sys.prefix) / "share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension"
-    ) / "static/pypi"
+    folder = LABEXTENSIONS / "@jupyterlite" / "pyodide-kernel-extension" / "static" / "pypi"
     copied = []
     for name in OWN_WHEELS:
         found = sorted(folder.glob(f"{name}-*-py3-none-any.whl"))

@@ -23,7 +23,13 @@ from pathlib import Path
 
 from bookbuild.lite.bytecode import compile_startup
 from bookbuild.lite.contents import SITE_FOLDER, data_files, write_contents
-from bookbuild.lite.downloads import KERNEL_WHEELS, SITE_WHEELS, pyodide_runtime, wheels
+from bookbuild.lite.downloads import (
+    KERNEL_WHEELS,
+    LABEXTENSIONS,
+    SITE_WHEELS,
+    pyodide_runtime,
+    wheels,
+)
 from bookbuild.lite.kernel_start import (
     ADDED_TO_LOCK,
     KERNEL_PRELOAD,
@@ -169,10 +175,9 @@ def _without_old_fonts(site: Path) -> None:
 
 def _build_config() -> dict:
     """``jupyter_lite_config.json``: exactly :data:`EXTENSIONS`, nothing else of sys.prefix."""
-    labextensions = Path(sys.prefix) / "share" / "jupyter" / "labextensions"
     return {
         "LiteBuildConfig": {
             "ignore_sys_prefix": True,
-            "federated_extensions": [str(labextensions / name) for name in EXTENSIONS],
+            "federated_extensions": [str(LABEXTENSIONS / name) for name in EXTENSIONS],
         }
     }
